@@ -1,0 +1,45 @@
+"""The authenticated caller, as resolved from its credential alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Credential(StrEnum):
+    SESSION = "session"  # browser cookie (mutations need the CSRF header)
+    ACCESS_TOKEN = "access_token"  # bearer token from sign-in: same row as the session
+    PAT = "pat"  # personal access token
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """A signed-in, active user and the credential it presented.
+
+    Anonymous requests have no Caller (``None``): there is no "anonymous
+    user" object that a branch could accidentally match.
+    """
+
+    user_id: int
+    username: str
+    role: str  # ADMIN | USER (structural only)
+    credential: Credential
+    session_id: int | None = None
+    pat_id: int | None = None
+    pat_description: str = ""
+    restriction: dict[str, Any] | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "ADMIN"
+
+    @property
+    def is_restricted(self) -> bool:
+        return self.restriction is not None
+
+    def origin(self) -> dict[str, Any]:
+        """The read-only record of which credential wrote a memo."""
+        if self.credential is Credential.PAT:
+            return {"kind": "pat", "id": self.pat_id, "description": self.pat_description}
+        return {"kind": self.credential.value}

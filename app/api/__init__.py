@@ -1,0 +1,1 @@
+"""HTTP edge shared by every feature: base Structs, names, time and paging."""

@@ -1,0 +1,64 @@
+"""Base classes and helpers for the JSON shapes at the edge.
+
+Output follows Memos' conventions: lowerCamelCase, enums as strings,
+RFC 3339 UTC timestamps, scalars and empty lists always present, absent
+sub-objects omitted (``UNSET``), never ``null``. Input ignores unknown
+fields, as Memos' gateway does.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import msgspec
+
+from app.errors import InvalidArgument
+
+UID_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,34}[a-zA-Z0-9])?$")
+USERNAME_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9_.-]{0,30}[a-zA-Z0-9])?$")
+
+
+class Out(msgspec.Struct, rename="camel", omit_defaults=False):
+    """Base of response bodies."""
+
+
+class In(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
+    """Base of request bodies."""
+
+
+def rfc3339(ts: int) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str, field: str) -> int:
+    """RFC 3339 to epoch seconds; a clear 400 naming the field otherwise."""
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidArgument(f"{field}: {value!r} is not an RFC 3339 timestamp") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    ts = int(parsed.timestamp())
+    if not 0 <= ts < 2**41:
+        raise InvalidArgument(f"{field}: {value!r} is out of range")
+    return ts
+
+
+def resource_id(name: str, collection: str, *, field: str = "name") -> str:
+    """``memos/abc`` or ``abc`` → ``abc`` for the given collection."""
+    prefix = collection + "/"
+    value = name[len(prefix) :] if name.startswith(prefix) else name
+    if "/" in value or not value:
+        raise InvalidArgument(f"{field}: {name!r} is not a {collection} name")
+    return value
+
+
+def valid_uid(uid: str, field: str = "memoId") -> str:
+    if not UID_RE.match(uid):
+        raise InvalidArgument(
+            f"{field}: {uid!r} is not a valid id (1-36 letters, digits or '-', "
+            "not starting or ending with '-')"
+        )
+    return uid

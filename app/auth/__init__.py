@@ -1,0 +1,1 @@
+"""Authentication: who the caller is, from its credential alone."""

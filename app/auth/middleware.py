@@ -1,0 +1,138 @@
+"""Resolve the caller from the request's credential, on every request.
+
+Answers *who*, never *what may be seen*. Three credentials are accepted:
+``Authorization: Bearer`` with a sign-in access token or a personal access
+token, or the session cookie. A cookie-authenticated mutation must also carry
+the session's CSRF token in ``X-CSRF-Token`` (double submit against the
+server-side row), since the cookie is sent by the browser on its own. Headers
+that claim another identity (``X-User-Id``, ``X-Impersonate`` ...) are never
+read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from litestar.connection import ASGIConnection
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.access.caller import Caller, Credential
+from app.auth.secrets import PAT_PREFIX, digest
+from app.db.schema import access_token, auth_session, user_account
+from app.errors import PermissionDenied, Unauthenticated
+
+SESSION_COOKIE = "daybook_session"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LAST_USED_GRANULARITY = 60  # seconds between last-use writes for one token
+
+
+async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller | None:
+    """The caller for a bearer secret, or None when it is unknown or expired."""
+    hashed = digest(secret)
+    async with engine.connect() as conn:
+        if secret.startswith(PAT_PREFIX):
+            row = (
+                await conn.execute(
+                    sa.select(
+                        access_token.c.id,
+                        access_token.c.description,
+                        access_token.c.restriction,
+                        access_token.c.last_used_ts,
+                        user_account.c.id.label("user_id"),
+                        user_account.c.username,
+                        user_account.c.role,
+                    )
+                    .join(user_account, user_account.c.id == access_token.c.user_id)
+                    .where(
+                        access_token.c.token_hash == hashed,
+                        user_account.c.state == "NORMAL",
+                        sa.or_(access_token.c.expires_ts.is_(None), access_token.c.expires_ts > now),
+                    )
+                )
+            ).first()
+            if row is None:
+                return None
+            if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
+                await conn.execute(
+                    access_token.update()
+                    .where(access_token.c.id == row.id)
+                    .values(last_used_ts=now)
+                )
+                await conn.commit()
+            return Caller(
+                user_id=row.user_id,
+                username=row.username,
+                role=row.role,
+                credential=Credential.PAT,
+                pat_id=row.id,
+                pat_description=row.description,
+                restriction=row.restriction,
+            )
+        session_row = await _session_row(conn, hashed, now)
+    if session_row is None:
+        return None
+    return Caller(
+        user_id=session_row.user_id,
+        username=session_row.username,
+        role=session_row.role,
+        credential=Credential.ACCESS_TOKEN,
+        session_id=session_row.id,
+    )
+
+
+async def _session_row(conn: Any, hashed: str, now: int) -> Any:
+    return (
+        await conn.execute(
+            sa.select(
+                auth_session.c.id,
+                auth_session.c.csrf_token,
+                user_account.c.id.label("user_id"),
+                user_account.c.username,
+                user_account.c.role,
+            )
+            .join(user_account, user_account.c.id == auth_session.c.user_id)
+            .where(
+                auth_session.c.token_hash == hashed,
+                auth_session.c.expires_ts > now,
+                user_account.c.state == "NORMAL",
+            )
+        )
+    ).first()
+
+
+class AuthMiddleware(AbstractAuthenticationMiddleware):
+    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
+        engine: AsyncEngine = connection.app.state.engine
+        now = int(time.time())
+        header = connection.headers.get("authorization")
+        if header:
+            scheme, _, secret = header.partition(" ")
+            if scheme.lower() != "bearer" or not secret.strip():
+                raise Unauthenticated("unsupported authorization header: use 'Bearer <token>'")
+            caller = await resolve_bearer(engine, secret.strip(), now)
+            if caller is None:
+                raise Unauthenticated("invalid or expired access token")
+            return AuthenticationResult(user=caller, auth=None)
+        cookie = connection.cookies.get(SESSION_COOKIE)
+        if cookie:
+            async with engine.connect() as conn:
+                row = await _session_row(conn, digest(cookie), now)
+            if row is not None:
+                if connection.scope.get("method", "GET") not in SAFE_METHODS:
+                    sent = connection.headers.get(CSRF_HEADER, "")
+                    if not hmac.compare_digest(sent.encode(), row.csrf_token.encode()):
+                        raise PermissionDenied("CSRF token missing or invalid: send X-CSRF-Token")
+                caller = Caller(
+                    user_id=row.user_id,
+                    username=row.username,
+                    role=row.role,
+                    credential=Credential.SESSION,
+                    session_id=row.id,
+                )
+                return AuthenticationResult(user=caller, auth=None)
+        return AuthenticationResult(user=None, auth=None)

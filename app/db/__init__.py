@@ -1,0 +1,1 @@
+"""Storage: the table definitions, the engine factory and the request transaction."""

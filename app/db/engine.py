@@ -1,0 +1,57 @@
+"""Engine construction for both dialects.
+
+SQLite gets WAL, foreign keys, a busy timeout and Daybook's SQL functions on
+every new connection; PostgreSQL URLs are normalised to the asyncpg driver so
+that operators can paste the URL their provider gave them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+SQLITE_PRAGMAS = ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=5000", "synchronous=NORMAL")
+
+
+def async_url(url: str) -> str:
+    """Return ``url`` with the async driver for its dialect."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
+
+
+def sync_url(url: str) -> str:
+    """The same database through a synchronous driver (used by Alembic's offline tools)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return parsed.set(drivername="sqlite").render_as_string(hide_password=False)
+    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    from app.db import sqlite_functions
+
+    cursor = dbapi_connection.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+    sqlite_functions.register(dbapi_connection)
+
+
+def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    """Create the application's async engine for ``url``."""
+    full = async_url(url)
+    kwargs: dict[str, Any] = {"echo": echo}
+    if full.startswith("postgresql"):
+        kwargs.update(pool_size=10, max_overflow=10, pool_pre_ping=True)
+    engine = create_async_engine(full, **kwargs)
+    if engine.dialect.name == "sqlite":
+        sa.event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
+    return engine

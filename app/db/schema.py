@@ -1,0 +1,241 @@
+"""The database schema as SQLAlchemy Core tables.
+
+Core tables rather than ORM classes: every query in Daybook is a composable
+``select()`` (the audience predicate and the CEL filter are expressions ANDed
+into it), and rows never cross the HTTP boundary, so there is nothing for an
+ORM's identity map to do.
+
+Conventions that hold on both dialects:
+
+- Timestamps are integer epoch seconds (``BigInteger``), as in Memos: they
+  compare, index and page identically on SQLite and PostgreSQL, and CEL
+  timestamp comparisons compile to plain integer comparisons.
+- Enumerations are short upper-case strings, validated at the edge; the read
+  rule treats any unknown value as a denial, so a corrupt row fails closed.
+- Derived Markdown properties are real boolean columns (never JSON), so
+  "missing is false" holds and they index.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+Timestamp = sa.BigInteger
+
+user_account = sa.Table(
+    "user_account",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("username", sa.String(64), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),  # ADMIN | USER
+    sa.Column("state", sa.String(16), nullable=False),  # NORMAL | ARCHIVED
+    sa.Column("nickname", sa.String(128), nullable=False, server_default=""),
+    sa.Column("email", sa.String(256), nullable=False, server_default=""),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("avatar_url", sa.Text, nullable=False, server_default=""),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+)
+
+# A browser session and a sign-in access token are the same server-side row:
+# the cookie and the bearer token carry the same secret, stored as a SHA-256
+# digest. Revoking the row (sign-out, password change) ends both.
+auth_session = sa.Table(
+    "auth_session",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("csrf_token", sa.String(64), nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("expires_ts", Timestamp, nullable=False),
+    sa.Column("last_seen_ts", Timestamp, nullable=False),
+    sa.Index(None, "user_id"),
+)
+
+access_token = sa.Table(
+    "access_token",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("description", sa.String(256), nullable=False, server_default=""),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("token_hint", sa.String(16), nullable=False),  # last characters, for the UI
+    sa.Column("restriction", sa.JSON, nullable=True),  # None: unrestricted
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("expires_ts", Timestamp, nullable=True),
+    sa.Column("last_used_ts", Timestamp, nullable=True),
+    sa.Index(None, "user_id"),
+)
+
+memo = sa.Table(
+    "memo",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uid", sa.String(36), nullable=False, unique=True),
+    sa.Column("creator_id", sa.Integer, nullable=False),  # no FK: a dangling row must deny, not break
+    sa.Column("content", sa.Text, nullable=False, server_default=""),
+    sa.Column("visibility", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("pinned", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    # Derived from the Markdown on every write (app.memos.markdown).
+    sa.Column("title", sa.Text, nullable=False, server_default=""),
+    sa.Column("snippet", sa.Text, nullable=False, server_default=""),
+    sa.Column("has_link", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("has_task_list", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("has_code", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("has_incomplete_tasks", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Location (absent when the placeholder is NULL).
+    sa.Column("location_placeholder", sa.Text, nullable=True),
+    sa.Column("location_latitude", sa.Float, nullable=True),
+    sa.Column("location_longitude", sa.Float, nullable=True),
+    # A comment points at its parent memo.
+    sa.Column("parent_id", sa.Integer, nullable=True),
+    # Spaces and tree paths (filled by the spaces issue).
+    sa.Column("space_id", sa.Integer, nullable=True),
+    sa.Column("tree", sa.Text, nullable=True),
+    # The credential that last wrote the memo: {"kind": "session"} or
+    # {"kind": "pat", "id": 3, "description": "..."}. Observability only.
+    sa.Column("origin", sa.JSON, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False, server_default="1"),
+    # The list shapes: own memos, memos by audience, the whole timeline.
+    sa.Index("ix_memo_creator_timeline", "creator_id", "state", "created_ts", "id"),
+    sa.Index("ix_memo_visibility_timeline", "visibility", "state", "created_ts", "id"),
+    sa.Index("ix_memo_timeline", "state", "created_ts", "id"),
+    sa.Index("ix_memo_pinned_timeline", "state", "pinned", "created_ts", "id"),
+    sa.Index("ix_memo_updated_timeline", "state", "updated_ts", "id"),
+    sa.Index("ix_memo_parent", "parent_id", "created_ts"),
+)
+
+# Tags are stored with their ancestors (#a/b stores "a" and "a/b"), so that
+# `"a" in tags` is one index probe.
+memo_tag = sa.Table(
+    "memo_tag",
+    metadata,
+    sa.Column("memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("tag", sa.String(256), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),  # order of first appearance
+    sa.PrimaryKeyConstraint("memo_id", "tag"),
+    sa.Index("ix_memo_tag_tag", "tag", "memo_id"),
+)
+
+memo_relation = sa.Table(
+    "memo_relation",
+    metadata,
+    sa.Column("memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="CASCADE"), nullable=False),
+    sa.Column(
+        "related_memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("type", sa.String(16), nullable=False),  # REFERENCE | COMMENT
+    sa.PrimaryKeyConstraint("memo_id", "related_memo_id", "type"),
+    sa.Index("ix_memo_relation_related", "related_memo_id"),
+)
+
+reaction = sa.Table(
+    "reaction",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("creator_id", sa.Integer, nullable=False),
+    sa.Column("reaction_type", sa.String(64), nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.UniqueConstraint("memo_id", "creator_id", "reaction_type"),
+)
+
+attachment = sa.Table(
+    "attachment",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uid", sa.String(36), nullable=False, unique=True),
+    sa.Column("creator_id", sa.Integer, nullable=False),
+    sa.Column("memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="SET NULL"), nullable=True),
+    sa.Column("filename", sa.String(256), nullable=False),
+    sa.Column("mime_type", sa.String(128), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    # Server-chosen storage key under the data directory; never client input.
+    sa.Column("storage_key", sa.String(128), nullable=True),
+    sa.Column("blob", sa.LargeBinary, nullable=True),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Index(None, "creator_id", "created_ts"),
+    sa.Index(None, "memo_id"),
+)
+
+memo_share = sa.Table(
+    "memo_share",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("memo_id", sa.Integer, sa.ForeignKey("memo.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("token", sa.String(64), nullable=False, unique=True),
+    sa.Column("creator_id", sa.Integer, nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("expires_ts", Timestamp, nullable=True),
+    sa.Index(None, "memo_id"),
+)
+
+saved_view = sa.Table(
+    "saved_view",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("title", sa.String(256), nullable=False),
+    sa.Column("filter", sa.Text, nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    sa.Index(None, "user_id"),
+)
+
+instance_setting = sa.Table(
+    "instance_setting",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.JSON, nullable=False),
+)
+
+# Append-only history. No foreign key to memo: the history of a deleted memo
+# survives its row.
+memo_event = sa.Table(
+    "memo_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("memo_id", sa.Integer, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # CREATE|UPDATE|ARCHIVE|RESTORE|DELETE
+    sa.Column("actor_id", sa.Integer, nullable=False),
+    sa.Column("credential", sa.JSON, nullable=False),
+    sa.Column("prior_content", sa.Text, nullable=True),
+    sa.Column("prior", sa.JSON, nullable=True),  # the other fields before the write
+    sa.Column("version", sa.Integer, nullable=False),  # the memo's version after the write
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Index(None, "memo_id", "id"),
+)
+
+# Failed sign-ins, counted in the database so that every process behind a
+# load balancer sees the same window.
+signin_failure = sa.Table(
+    "signin_failure",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("username", sa.String(64), nullable=False),
+    sa.Column("remote", sa.String(64), nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Index(None, "username", "created_ts"),
+    sa.Index(None, "remote", "created_ts"),
+)

@@ -1,0 +1,69 @@
+"""Request-scoped dependencies and guards, wired once in ``app.server``.
+
+One request, one transaction: ``provide_db`` opens it and commits when the
+handler returns, or rolls back when it raises, so a failed write leaves
+nothing behind. Handlers never commit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.datastructures import State
+from litestar.handlers.base import BaseRouteHandler
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.errors import PermissionDenied, Unauthenticated
+from app.instance.store import AccessSettings, load_access
+from app.settings import Settings
+
+
+async def provide_db(state: State) -> AsyncIterator[AsyncConnection]:
+    async with state.engine.begin() as conn:
+        yield conn
+
+
+def provide_caller(request: Request[Any, Any, Any]) -> Caller | None:
+    user = request.scope.get("user")
+    return user if isinstance(user, Caller) else None
+
+
+def provide_now() -> int:
+    """The request's clock, fixed once (CEL's ``now``, timestamps of writes)."""
+    return int(time.time())
+
+
+def provide_settings(state: State) -> Settings:
+    settings: Settings = state.settings
+    return settings
+
+
+async def provide_access(db: AsyncConnection, state: State) -> AccessSettings:
+    settings: Settings = state.settings
+    return await load_access(db, AccessSettings(content_length_limit=settings.content_length_limit))
+
+
+def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    if not isinstance(connection.scope.get("user"), Caller):
+        raise Unauthenticated("authentication required")
+
+
+def requires_session(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Keys cannot mint keys: only a session or a sign-in token passes."""
+    user = connection.scope.get("user")
+    if not isinstance(user, Caller):
+        raise Unauthenticated("authentication required")
+    if user.pat_id is not None:
+        raise PermissionDenied("personal access tokens cannot manage tokens: sign in instead")
+
+
+def management_plane(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Restricted keys are barred from users, settings and token management."""
+    user = connection.scope.get("user")
+    if isinstance(user, Caller) and user.is_restricted:
+        raise PermissionDenied("a restricted access token cannot use the management API")

@@ -1,0 +1,1 @@
+"""Instance-wide settings and profile."""

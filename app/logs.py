@@ -1,0 +1,68 @@
+"""Structured logs: JSON lines in production, readable console output in a terminal.
+
+Request logs carry method, path, status, duration and the user id, never
+credentials, cookies or bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import structlog
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def configure_logging(fmt: str = "console", level: int = logging.INFO) -> None:
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+request_log = structlog.get_logger("daybook.request")
+
+
+def request_logging_middleware(app: ASGIApp) -> ASGIApp:
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await app(scope, receive, capture)
+        finally:
+            user = scope.get("user")
+            request_log.info(
+                "request",
+                method=scope.get("method"),
+                path=scope.get("path"),
+                status=status,
+                duration_ms=round((time.perf_counter() - start) * 1000, 2),
+                user_id=getattr(user, "user_id", None),
+            )
+
+    return middleware

@@ -1,0 +1,189 @@
+"""Rows to Memo resources, loading a page's related rows in a few batched queries.
+
+Related objects follow the audience rule: a relation appears only when both
+ends are readable by the caller (the other end is checked with the same SQL
+predicate on an alias of ``memo``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.audience import AccessMode, audience_predicate
+from app.access.caller import Caller
+from app.api.structs import rfc3339
+from app.db.schema import attachment, memo, memo_relation, memo_tag, reaction, user_account
+from app.memos import schemas
+
+
+def etag(row: Any) -> str:
+    return f'"{row.id}-{row.version}"'
+
+
+def _origin(value: Any) -> schemas.Origin:
+    if isinstance(value, dict) and value.get("kind") == "pat":
+        return schemas.Origin(
+            kind="pat",
+            token=f"personalAccessTokens/{value.get('id')}",
+            description=str(value.get("description", "")),
+        )
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return schemas.Origin(kind=str(kind or "session"))
+
+
+async def present(
+    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+) -> list[schemas.Memo]:
+    if not rows:
+        return []
+    ids = [r.id for r in rows]
+    tags: dict[int, list[str]] = defaultdict(list)
+    for memo_id, tag in await conn.execute(
+        sa.select(memo_tag.c.memo_id, memo_tag.c.tag)
+        .where(memo_tag.c.memo_id.in_(ids))
+        .order_by(memo_tag.c.memo_id, memo_tag.c.position)
+    ):
+        tags[memo_id].append(tag)
+
+    creators = {r.creator_id for r in rows}
+    usernames = dict(
+        (
+            await conn.execute(
+                sa.select(user_account.c.id, user_account.c.username).where(
+                    user_account.c.id.in_(creators)
+                )
+            )
+        ).all()
+    )
+    uids = {r.id: r.uid for r in rows}
+
+    reactions: dict[int, list[schemas.Reaction]] = defaultdict(list)
+    reaction_rows = await conn.execute(
+        sa.select(reaction, user_account.c.username)
+        .join(user_account, user_account.c.id == reaction.c.creator_id)
+        .where(reaction.c.memo_id.in_(ids))
+        .order_by(reaction.c.id)
+    )
+    for r in reaction_rows:
+        reactions[r.memo_id].append(
+            schemas.Reaction(
+                name=f"memos/{uids[r.memo_id]}/reactions/{r.id}",
+                creator=f"users/{r.username}",
+                content_id=f"memos/{uids[r.memo_id]}",
+                reaction_type=r.reaction_type,
+                create_time=rfc3339(r.created_ts),
+            )
+        )
+
+    attachments: dict[int, list[schemas.AttachmentRef]] = defaultdict(list)
+    for a in await conn.execute(
+        sa.select(attachment).where(attachment.c.memo_id.in_(ids)).order_by(attachment.c.id)
+    ):
+        attachments[a.memo_id].append(
+            schemas.AttachmentRef(
+                name=f"attachments/{a.uid}",
+                filename=a.filename,
+                type=a.mime_type,
+                size=str(a.size),
+                create_time=rfc3339(a.created_ts),
+                memo=f"memos/{uids[a.memo_id]}",
+            )
+        )
+
+    relations = await _relations(conn, ids, caller, mode)
+    parents = await _parent_names(conn, rows)
+
+    out = []
+    for r in rows:
+        location: schemas.Location | msgspec.UnsetType = msgspec.UNSET
+        if r.location_placeholder is not None:
+            location = schemas.Location(
+                placeholder=r.location_placeholder,
+                latitude=r.location_latitude or 0.0,
+                longitude=r.location_longitude or 0.0,
+            )
+        out.append(
+            schemas.Memo(
+                name=f"memos/{r.uid}",
+                state=r.state,
+                creator=f"users/{usernames.get(r.creator_id, '')}",
+                create_time=rfc3339(r.created_ts),
+                update_time=rfc3339(r.updated_ts),
+                display_time=rfc3339(r.created_ts),
+                content=r.content,
+                visibility=r.visibility,
+                tags=tags.get(r.id, []),
+                pinned=bool(r.pinned),
+                attachments=attachments.get(r.id, []),
+                relations=relations.get(r.id, []),
+                reactions=reactions.get(r.id, []),
+                property=schemas.MemoProperty(
+                    has_link=bool(r.has_link),
+                    has_task_list=bool(r.has_task_list),
+                    has_code=bool(r.has_code),
+                    has_incomplete_tasks=bool(r.has_incomplete_tasks),
+                    title=r.title,
+                ),
+                snippet=r.snippet,
+                origin=_origin(r.origin),
+                etag=etag(r),
+                parent=parents.get(r.id, msgspec.UNSET),
+                location=location,
+            )
+        )
+    return out
+
+
+async def _parent_names(conn: AsyncConnection, rows: Sequence[Any]) -> dict[int, str]:
+    parent_ids = {r.parent_id for r in rows if r.parent_id is not None}
+    if not parent_ids:
+        return {}
+    names = dict(
+        (await conn.execute(sa.select(memo.c.id, memo.c.uid).where(memo.c.id.in_(parent_ids)))).all()
+    )
+    return {r.id: f"memos/{names[r.parent_id]}" for r in rows if r.parent_id in names}
+
+
+async def _relations(
+    conn: AsyncConnection, ids: list[int], caller: Caller | None, mode: AccessMode
+) -> dict[int, list[schemas.Relation]]:
+    """Relations touching the page's memos whose *other* end the caller can read."""
+    src = memo.alias("src")
+    dst = memo.alias("dst")
+    query = (
+        sa.select(
+            memo_relation.c.memo_id,
+            memo_relation.c.related_memo_id,
+            memo_relation.c.type,
+            src.c.uid.label("src_uid"),
+            src.c.snippet.label("src_snippet"),
+            dst.c.uid.label("dst_uid"),
+            dst.c.snippet.label("dst_snippet"),
+        )
+        .join(src, src.c.id == memo_relation.c.memo_id)
+        .join(dst, dst.c.id == memo_relation.c.related_memo_id)
+        .where(
+            sa.or_(memo_relation.c.memo_id.in_(ids), memo_relation.c.related_memo_id.in_(ids)),
+            audience_predicate(caller, mode, src),
+            audience_predicate(caller, mode, dst),
+        )
+    )
+    result: dict[int, list[schemas.Relation]] = defaultdict(list)
+    wanted = set(ids)
+    for r in await conn.execute(query):
+        rel = schemas.Relation(
+            memo=schemas.RelatedMemo(name=f"memos/{r.src_uid}", snippet=r.src_snippet),
+            related_memo=schemas.RelatedMemo(
+                name=f"memos/{r.dst_uid}", snippet=r.dst_snippet
+            ),
+            type=r.type,
+        )
+        for end in {r.memo_id, r.related_memo_id} & wanted:
+            result[end].append(rel)
+    return result

@@ -1,0 +1,133 @@
+"""MemoService: the memo endpoints of the Memos-compatible API."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.paging import page_size as clamp_page_size
+from app.api.responses import errors
+from app.api.structs import resource_id, valid_uid
+from app.deps import requires_user
+from app.errors import InvalidArgument, Unauthenticated
+from app.instance.store import AccessSettings
+from app.memos import schemas
+from app.memos.listing import ListQuery, list_memos
+from app.memos.present import present
+from app.memos.query_filter import memo_filter_clause
+from app.memos.service import (
+    WriteContext,
+    create_memo,
+    delete_memo,
+    load_for_read,
+    normalise_mask,
+    update_memo,
+)
+from app.settings import Settings
+
+MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
+
+
+async def _one(conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings) -> schemas.Memo:
+    from app.db.schema import memo
+
+    import sqlalchemy as sa
+
+    row = (await conn.execute(sa.select(memo).where(memo.c.id == memo_id))).one()
+    return (await present(conn, [row], caller, access.access_mode))[0]
+
+
+class MemoController(Controller):
+    path = "/api/v1/memos"
+    tags = ["MemoService"]
+
+    @get("", operation_id="MemoService_ListMemos", responses=errors())
+    async def list_memos(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,  # noqa: A002
+        order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
+        memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
+    ) -> schemas.ListMemosResponse:
+        if caller is None and access.access_mode.value == "PRIVATE":
+            raise Unauthenticated("sign in to list memos on this instance")
+        clause = memo_filter_clause(filter, now=now, dialect_name=db.dialect.name)
+        query = ListQuery(
+            caller=caller,
+            mode=access.access_mode,
+            state=(memo_state or "NORMAL").upper() if memo_state != "STATE_UNSPECIFIED" else "NORMAL",
+            filter_text=filter,
+            filter_clause=clause,
+            order_by=order_by,
+            page_size=clamp_page_size(page_size),
+            page_token=page_token or None,
+        )
+        rows, token = await list_memos(db, query, settings.secret)
+        return schemas.ListMemosResponse(
+            memos=await present(db, rows, caller, access.access_mode), next_page_token=token
+        )
+
+    @post("", operation_id="MemoService_CreateMemo", guards=[requires_user], responses=errors(409))
+    async def create_memo(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        now: int,
+        data: schemas.MemoIn,
+        memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
+    ) -> schemas.Memo:
+        new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+        return await _one(db, new_id, caller, access)
+
+    @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
+    async def get_memo(
+        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoId
+    ) -> Response[schemas.Memo]:
+        uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
+        row = await load_for_read(db, uid, caller, access.access_mode)
+        out = (await present(db, [row], caller, access.access_mode))[0]
+        return Response(out, headers={"ETag": out.etag})
+
+    @patch("/{memo:str}", operation_id="MemoService_UpdateMemo", guards=[requires_user],
+           responses=errors(409, 412))
+    async def update_memo(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        now: int,
+        memo: MemoId,
+        data: schemas.MemoIn,
+        update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
+        update_mask_snake: Annotated[str | None, Parameter(query="update_mask", max_length=512)] = None,
+        if_match: Annotated[str | None, Parameter(header="If-Match", max_length=128)] = None,
+    ) -> Response[schemas.Memo]:
+        uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
+        row = await load_for_read(db, uid, caller, access.access_mode)
+        paths = normalise_mask(update_mask if update_mask is not None else update_mask_snake, data)
+        if not paths:
+            raise InvalidArgument("updateMask: nothing to update")
+        await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
+        out = await _one(db, row.id, caller, access)
+        return Response(out, headers={"ETag": out.etag})
+
+    @delete("/{memo:str}", operation_id="MemoService_DeleteMemo", guards=[requires_user],
+            status_code=200, responses=errors())
+    async def delete_memo(
+        self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoId
+    ) -> dict[str, Any]:
+        uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
+        row = await load_for_read(db, uid, caller, access.access_mode)
+        await delete_memo(db, WriteContext(caller, access, now), row)
+        return {}

@@ -1,0 +1,121 @@
+"""The Memo resource at the edge (Memos 0.30 JSON shape plus Daybook's fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from app.api.structs import In, Out
+
+
+class MemoProperty(Out):
+    has_link: bool = False
+    has_task_list: bool = False
+    has_code: bool = False
+    has_incomplete_tasks: bool = False
+    title: str = ""
+
+
+class Location(Out):
+    placeholder: str = ""
+    latitude: float = 0.0
+    longitude: float = 0.0
+
+
+class LocationIn(In):
+    placeholder: str = ""
+    latitude: float = 0.0
+    longitude: float = 0.0
+
+
+class Reaction(Out):
+    name: str
+    creator: str
+    content_id: str
+    reaction_type: str
+    create_time: str
+
+
+class AttachmentRef(Out):
+    name: str
+    filename: str
+    type: str
+    size: str
+    create_time: str
+    external_link: str = ""
+    memo: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class RelatedMemo(Out):
+    name: str
+    snippet: str = ""
+
+
+class Relation(Out):
+    memo: RelatedMemo
+    related_memo: RelatedMemo
+    type: str
+
+
+class Origin(Out):
+    kind: str
+    token: str | msgspec.UnsetType = msgspec.UNSET  # personalAccessTokens name
+    description: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Memo(Out):
+    name: str
+    state: str
+    creator: str
+    create_time: str
+    update_time: str
+    display_time: str
+    content: str
+    visibility: str
+    tags: list[str]
+    pinned: bool
+    attachments: list[AttachmentRef]
+    relations: list[Relation]
+    reactions: list[Reaction]
+    property: MemoProperty
+    snippet: str
+    origin: Origin
+    etag: str
+    parent: str | msgspec.UnsetType = msgspec.UNSET
+    location: Location | msgspec.UnsetType = msgspec.UNSET
+    space: str | msgspec.UnsetType = msgspec.UNSET
+    tree: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class MemoIn(In):
+    """Create and update body. Output-only fields sent back are ignored."""
+
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    visibility: str | msgspec.UnsetType = msgspec.UNSET
+    state: str | msgspec.UnsetType = msgspec.UNSET
+    pinned: bool | msgspec.UnsetType = msgspec.UNSET
+    create_time: str | msgspec.UnsetType = msgspec.UNSET
+    update_time: str | msgspec.UnsetType = msgspec.UNSET
+    display_time: str | msgspec.UnsetType = msgspec.UNSET
+    location: LocationIn | None | msgspec.UnsetType = msgspec.UNSET
+    space: str | msgspec.UnsetType = msgspec.UNSET
+    tree: str | msgspec.UnsetType = msgspec.UNSET
+    # Output-only fields: accepted and ignored (Memos clients send them back).
+    name: Any = msgspec.UNSET
+    creator: Any = msgspec.UNSET
+
+
+class ListMemosResponse(Out):
+    memos: list[Memo]
+    next_page_token: str = ""
+    total_size: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class UserStats(Out):
+    name: str
+    memo_display_timestamps: list[str]
+    memo_type_stats: dict[str, int]
+    tag_count: dict[str, int]
+    pinned_memos: list[str]
+    total_memo_count: int

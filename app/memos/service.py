@@ -1,0 +1,310 @@
+"""Memo writes: validation, derived columns, tags and the history event, in
+the caller's transaction.
+
+Every write records a ``memo_event`` row in the same transaction, with the
+prior content and fields, the actor and the credential, so a history can
+never disagree with the memo it describes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.audience import AccessMode, MemoFacts, can_read
+from app.access.caller import Caller, Credential
+from app.access.writes import can_write_memo, key_may_write
+from app.api.structs import parse_time, valid_uid
+from app.db.schema import memo, memo_event, memo_tag, user_account
+from app.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+from app.instance.store import AccessSettings
+from app.memos.markdown import derive
+from app.memos.schemas import MemoIn
+
+VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
+STATES = ("NORMAL", "ARCHIVED")
+UPDATE_PATHS = {
+    "content": "content",
+    "visibility": "visibility",
+    "pinned": "pinned",
+    "state": "state",
+    "create_time": "create_time",
+    "createtime": "create_time",
+    "update_time": "update_time",
+    "updatetime": "update_time",
+    "display_time": "create_time",
+    "displaytime": "create_time",
+    "location": "location",
+    "space": "space",
+    "tree": "tree",
+}
+TRACKED = ("content", "visibility", "state", "pinned", "created_ts", "updated_ts",
+           "location_placeholder", "location_latitude", "location_longitude")
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    caller: Caller
+    access: AccessSettings
+    now: int
+
+
+def _content_columns(content: str, limit: int) -> dict[str, Any]:
+    if len(content.encode()) > limit:
+        raise InvalidArgument(f"content: {len(content.encode())} bytes exceeds the limit of {limit}")
+    props = derive(content)
+    return {
+        "content": content,
+        "title": props.title,
+        "snippet": props.snippet,
+        "has_link": props.has_link,
+        "has_task_list": props.has_task_list,
+        "has_code": props.has_code,
+        "has_incomplete_tasks": props.has_incomplete_tasks,
+        "_tags": props.tags,
+    }
+
+
+def _visibility(value: str, access: AccessSettings) -> str:
+    if value not in VISIBILITIES:
+        raise InvalidArgument(
+            f"visibility: {value!r} is not one of {', '.join(VISIBILITIES)}"
+        )
+    if value == "SPACE":
+        raise InvalidArgument("visibility: SPACE memos need a space, and spaces are not enabled yet")
+    if value == "PUBLIC" and access.disallow_public_visibility:
+        raise PermissionDenied("visibility: PUBLIC is disallowed on this instance")
+    return value
+
+
+def _state(value: str) -> str:
+    if value not in STATES:
+        raise InvalidArgument(f"state: {value!r} is not one of NORMAL, ARCHIVED")
+    return value
+
+
+def _location(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"location_placeholder": None, "location_latitude": None, "location_longitude": None}
+    if not (-90 <= value.latitude <= 90 and -180 <= value.longitude <= 180):
+        raise InvalidArgument("location: latitude or longitude out of range")
+    return {
+        "location_placeholder": value.placeholder,
+        "location_latitude": value.latitude,
+        "location_longitude": value.longitude,
+    }
+
+
+async def _replace_tags(conn: AsyncConnection, memo_id: int, tags: tuple[str, ...]) -> None:
+    await conn.execute(memo_tag.delete().where(memo_tag.c.memo_id == memo_id))
+    if tags:
+        await conn.execute(
+            memo_tag.insert(),
+            [{"memo_id": memo_id, "tag": t, "position": i} for i, t in enumerate(tags)],
+        )
+
+
+async def _event(
+    conn: AsyncConnection, ctx: WriteContext, memo_id: int, kind: str, version: int,
+    prior: dict[str, Any] | None,
+) -> None:
+    prior_content = prior.pop("content", None) if prior else None
+    await conn.execute(
+        memo_event.insert().values(
+            memo_id=memo_id,
+            kind=kind,
+            actor_id=ctx.caller.user_id,
+            credential=ctx.caller.origin(),
+            prior_content=prior_content,
+            prior=prior,
+            version=version,
+            created_ts=ctx.now,
+        )
+    )
+
+
+def _require_writer(caller: Caller) -> None:
+    if not key_may_write(caller):
+        raise PermissionDenied("this access token is read-only")
+
+
+async def create_memo(
+    conn: AsyncConnection, ctx: WriteContext, data: MemoIn, uid: str | None,
+    parent_id: int | None = None,
+) -> int:
+    _require_writer(ctx.caller)
+    uid = valid_uid(uid) if uid else secrets.token_hex(11)
+    values = _content_columns(
+        data.content if isinstance(data.content, str) else "", ctx.access.content_length_limit
+    )
+    tags = values.pop("_tags")
+    visibility = _visibility(
+        data.visibility if isinstance(data.visibility, str) else "PRIVATE", ctx.access
+    )
+    # Importers set the times; an imported memo's update time defaults to its creation.
+    created = ctx.now
+    if isinstance(data.create_time, str):
+        created = parse_time(data.create_time, "createTime")
+    elif isinstance(data.display_time, str):
+        created = parse_time(data.display_time, "displayTime")
+    updated = created
+    if isinstance(data.update_time, str):
+        updated = parse_time(data.update_time, "updateTime")
+    values.update(
+        uid=uid,
+        creator_id=ctx.caller.user_id,
+        visibility=visibility,
+        state=_state(data.state) if isinstance(data.state, str) else "NORMAL",
+        pinned=data.pinned if isinstance(data.pinned, bool) else False,
+        created_ts=created,
+        updated_ts=updated,
+        parent_id=parent_id,
+        origin=ctx.caller.origin(),
+        version=1,
+    )
+    if not isinstance(data.location, msgspec.UnsetType):
+        values.update(_location(data.location))
+    try:
+        async with conn.begin_nested():
+            memo_id = (await conn.execute(memo.insert().values(**values).returning(memo.c.id))).scalar_one()
+    except IntegrityError:
+        raise AlreadyExists(f"memo {uid!r} already exists") from None
+    await _replace_tags(conn, memo_id, tags)
+    await _event(conn, ctx, memo_id, "CREATE", 1, None)
+    return int(memo_id)
+
+
+async def load_for_read(
+    conn: AsyncConnection, uid: str, caller: Caller | None, mode: AccessMode
+) -> Any:
+    """The memo row if the caller may read it, else the right error."""
+    row = (
+        await conn.execute(
+            sa.select(memo, user_account.c.state.label("creator_state"))
+            .outerjoin(user_account, user_account.c.id == memo.c.creator_id)
+            .where(memo.c.uid == uid)
+        )
+    ).first()
+    if row is not None:
+        facts = MemoFacts(
+            creator_id=row.creator_id,
+            creator_state=row.creator_state,
+            visibility=row.visibility,
+            state=row.state,
+            space_id=row.space_id,
+            tree=row.tree,
+        )
+        if can_read(facts, caller, mode):
+            return row
+        if caller is None and can_read(facts, _ANY_USER, mode):
+            raise Unauthenticated("sign in to read this memo")
+    raise NotFound(f"memo {uid!r} not found")
+
+
+# A stand-in signed-in user who created nothing: used only to decide whether an
+# anonymous caller should be told to sign in (401) rather than "not found".
+_ANY_USER = Caller(user_id=-1, username="", role="USER", credential=Credential.SESSION)
+
+
+def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
+    if mask is None or not mask.strip():
+        present = {
+            name for name in ("content", "visibility", "pinned", "state", "create_time",
+                              "update_time", "location", "space", "tree")
+            if not isinstance(getattr(data, name), msgspec.UnsetType)
+        }
+        if not isinstance(data.display_time, msgspec.UnsetType):
+            present.add("create_time")
+        return present
+    paths = set()
+    for raw in mask.split(","):
+        key = raw.strip().replace("_", "").lower()
+        path = UPDATE_PATHS.get(key) or UPDATE_PATHS.get(raw.strip())
+        if path is None:
+            raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
+        paths.add(path)
+    return paths
+
+
+async def update_memo(
+    conn: AsyncConnection, ctx: WriteContext, row: Any, data: MemoIn, paths: set[str],
+    if_match: str | None,
+) -> None:
+    from app.memos.present import etag
+
+    if not can_write_memo(ctx.caller, row.creator_id, row.visibility):
+        if not key_may_write(ctx.caller):
+            raise PermissionDenied("this access token is read-only")
+        raise PermissionDenied(f"memo {row.uid!r}: only its creator can change it")
+    if if_match is not None and if_match.strip() not in (etag(row), "*"):
+        raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
+    values: dict[str, Any] = {}
+    tags: tuple[str, ...] | None = None
+
+    def need(name: str) -> Any:
+        value = getattr(data, name)
+        if isinstance(value, msgspec.UnsetType):
+            raise InvalidArgument(f"{name}: named in updateMask but missing from the body")
+        return value
+
+    if "content" in paths:
+        cols = _content_columns(need("content"), ctx.access.content_length_limit)
+        tags = cols.pop("_tags")
+        values.update(cols)
+    if "visibility" in paths:
+        values["visibility"] = _visibility(need("visibility"), ctx.access)
+    if "pinned" in paths:
+        values["pinned"] = bool(need("pinned"))
+    if "state" in paths:
+        values["state"] = _state(need("state"))
+    if "create_time" in paths:
+        raw = data.create_time if isinstance(data.create_time, str) else need("display_time")
+        values["created_ts"] = parse_time(raw, "createTime")
+    if "update_time" in paths:
+        values["updated_ts"] = parse_time(need("update_time"), "updateTime")
+    if "location" in paths:
+        values.update(_location(None if isinstance(data.location, msgspec.UnsetType) else data.location))
+    if "space" in paths or "tree" in paths:
+        raise InvalidArgument("space/tree: spaces are not enabled yet")
+
+    changed = {k: v for k, v in values.items() if getattr(row, k) != v}
+    if not changed:
+        return
+    if "updated_ts" not in values and set(changed) - {"pinned"}:
+        changed["updated_ts"] = ctx.now
+    prior = {k: getattr(row, k) for k in TRACKED if k in changed or k == "content"}
+    kind = "UPDATE"
+    if changed.get("state") == "ARCHIVED":
+        kind = "ARCHIVE"
+    elif changed.get("state") == "NORMAL":
+        kind = "RESTORE"
+    changed["version"] = row.version + 1
+    changed["origin"] = ctx.caller.origin()
+    await conn.execute(memo.update().where(memo.c.id == row.id).values(**changed))
+    if tags is not None:
+        await _replace_tags(conn, row.id, tags)
+    await _event(conn, ctx, row.id, kind, row.version + 1, prior)
+
+
+async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
+    if not can_write_memo(ctx.caller, row.creator_id, row.visibility):
+        if not key_may_write(ctx.caller):
+            raise PermissionDenied("this access token is read-only")
+        raise PermissionDenied(f"memo {row.uid!r}: only its creator can delete it")
+    prior = {k: getattr(row, k) for k in TRACKED}
+    await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
+    # Comments go with their parent; tags, relations, reactions cascade.
+    await conn.execute(memo.delete().where(sa.or_(memo.c.id == row.id, memo.c.parent_id == row.id)))

@@ -1,0 +1,115 @@
+"""The application factory: the only place where Daybook is wired together."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litestar import Litestar, Request, get
+from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.types import Receive, Scope, Send
+
+from app import __version__
+from app.auth.middleware import AuthMiddleware
+from app.auth.passwords import make_hasher
+from app.auth.routes import AuthController
+from app.db.engine import create_engine
+from app.db.migrate import upgrade
+from app.deps import provide_access, provide_caller, provide_db, provide_now, provide_settings
+from app.errors import EXCEPTION_HANDLERS
+from app.health import healthz, readyz
+from app.instance.routes import InstanceController
+from app.logs import configure_logging, request_logging_middleware
+from app.memos.routes import MemoController
+from app.settings import Settings
+from app.tokens.routes import TokenController
+from app.users.routes import UserController
+
+# AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
+# `.../alice/:getStats`, because a path parameter cannot share a segment with
+# a literal in Litestar's router. The rewrite is the inverse of the OpenAPI
+# rendering below, so clients only ever see the AIP form.
+_CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)$")
+
+
+class Daybook(Litestar):
+    """Litestar, with the custom-method rewrite applied before routing."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            match = _CUSTOM_METHOD.match(scope["path"])
+            if match:
+                scope["path"] = f"{match.group(1)}/:{match.group(2)}"
+                scope["raw_path"] = scope["path"].encode()
+        await super().__call__(scope, receive, send)
+
+
+@get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)
+async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    schema = request.app.openapi_schema.to_schema()
+    schema["paths"] = {path.replace("/:", ":"): item for path, item in schema["paths"].items()}
+    return schema
+
+
+def create_app(settings: Settings) -> Litestar:
+    settings = settings.resolved()
+    configure_logging(settings.log_format)
+
+    @contextlib.asynccontextmanager
+    async def database(app: Litestar) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(settings.database_url)
+        if settings.migrate_on_start:
+            await upgrade(engine)
+        app.state.engine = engine
+        try:
+            yield
+        finally:
+            await engine.dispose()
+
+    auth = DefineMiddleware(
+        AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
+    )
+    return Daybook(
+        route_handlers=[
+            healthz,
+            readyz,
+            openapi_document,
+            AuthController,
+            UserController,
+            TokenController,
+            MemoController,
+            InstanceController,
+        ],
+        dependencies={
+            "db": Provide(provide_db),
+            "caller": Provide(provide_caller, sync_to_thread=False),
+            "now": Provide(provide_now, sync_to_thread=False),
+            "settings": Provide(provide_settings, sync_to_thread=False),
+            "access": Provide(provide_access),
+        },
+        middleware=[request_logging_middleware, auth],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=[database],
+        state=_state(settings),
+        request_max_body_size=settings.max_request_body,
+        openapi_config=OpenAPIConfig(
+            title="Daybook API",
+            version=__version__,
+            description="Memos-compatible REST API with spaces, restricted keys and search.",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+        ),
+        logging_config=None,
+    )
+
+
+def _state(settings: Settings) -> Any:
+    from litestar.datastructures import State
+
+    return State({"settings": settings, "hasher": make_hasher(settings.password_hasher)})

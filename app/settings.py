@@ -1,0 +1,90 @@
+"""Daybook's configuration: one frozen object, built once and passed in.
+
+Sources, in order of precedence: command-line flags, ``DAYBOOK_*``
+environment variables, defaults. Nothing reads the environment at import
+time; ``create_app(settings)`` receives everything it needs, so tests build
+their own settings.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 5230  # Memos' port, so existing clients find us
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path = Path("data")
+    database_url: str = ""  # empty: SQLite file in the data directory
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    public_url: str = ""
+    migrate_on_start: bool = True
+    content_length_limit: int = 8 * 1024  # bytes of Markdown per memo (instance default)
+    max_request_body: int = 48 * 1024 * 1024  # above the attachment limit plus base64
+    attachment_size_limit: int = 32 * 1024 * 1024
+    session_lifetime: int = 30 * 24 * 3600
+    signin_failure_window: int = 15 * 60
+    signin_failure_limit: int = 10
+    password_hasher: str = "argon2id"  # "cheap" only in tests
+    log_format: str = "console"  # console | json
+    secret: str = field(default="", repr=False)
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "daybook.db"
+
+    def resolved(self) -> Settings:
+        """Fill the derived defaults: database URL and the persisted secret."""
+        url = self.database_url or f"sqlite:///{self.sqlite_path.resolve()}"
+        secret = self.secret or load_or_create_secret(self.data_dir)
+        return replace(self, database_url=url, secret=secret)
+
+
+_ENV: dict[str, tuple[str, type]] = {
+    "host": ("DAYBOOK_HOST", str),
+    "port": ("DAYBOOK_PORT", int),
+    "data_dir": ("DAYBOOK_DATA", Path),
+    "database_url": ("DAYBOOK_DATABASE_URL", str),
+    "public_url": ("DAYBOOK_PUBLIC_URL", str),
+    "log_format": ("DAYBOOK_LOG_FORMAT", str),
+    "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
+    "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
+}
+
+
+def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settings:
+    """Build settings from the environment and flags (a flag of ``None`` is unset)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, (var, kind) in _ENV.items():
+        if var in env and env[var] != "":
+            try:
+                values[name] = kind(env[var])
+            except ValueError as exc:
+                raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
+    values.update({k: v for k, v in flags.items() if v is not None})
+    if "data_dir" in values:
+        values["data_dir"] = Path(values["data_dir"])
+    return Settings(**values)
+
+
+def load_or_create_secret(data_dir: Path) -> str:
+    """Read the instance secret, creating it (mode 0600) on first start.
+
+    The secret signs page tokens and CSRF tokens; it is never logged.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "secret"
+    if path.exists():
+        return path.read_text().strip()
+    value = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    return value

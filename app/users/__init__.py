@@ -1,0 +1,1 @@
+"""Users: sign-up, profiles, roles and the per-user stats."""

@@ -1,0 +1,55 @@
+"""The User resource at the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from app.api.structs import In, Out, rfc3339
+
+
+class User(Out):
+    name: str
+    username: str
+    role: str
+    state: str
+    nickname: str
+    email: str
+    description: str
+    avatar_url: str
+    create_time: str
+    update_time: str
+
+
+class UserIn(In):
+    username: str | msgspec.UnsetType = msgspec.UNSET
+    password: str | msgspec.UnsetType = msgspec.UNSET
+    role: str | msgspec.UnsetType = msgspec.UNSET
+    state: str | msgspec.UnsetType = msgspec.UNSET
+    email: str | msgspec.UnsetType = msgspec.UNSET
+    nickname: str | msgspec.UnsetType = msgspec.UNSET
+    description: str | msgspec.UnsetType = msgspec.UNSET
+    avatar_url: str | msgspec.UnsetType = msgspec.UNSET
+    name: Any = msgspec.UNSET  # output-only, ignored
+
+
+class ListUsersResponse(Out):
+    users: list[User]
+    next_page_token: str = ""
+
+
+def user_out(row: Any, *, private: bool) -> User:
+    """``private``: the caller is this user or an admin, and may see the email."""
+    return User(
+        name=f"users/{row.username}",
+        username=row.username,
+        role=row.role,
+        state=row.state,
+        nickname=row.nickname,
+        email=row.email if private else "",
+        description=row.description,
+        avatar_url=row.avatar_url,
+        create_time=rfc3339(row.created_ts),
+        update_time=rfc3339(row.updated_ts),
+    )

@@ -1,0 +1,192 @@
+"""User writes: sign-up rules, profile changes, password changes that revoke sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.structs import USERNAME_RE
+from app.auth.passwords import hash_password
+from app.db.schema import auth_session, user_account
+from app.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from app.instance.store import AccessSettings
+from app.users.schemas import UserIn
+
+ROLES = ("ADMIN", "USER")
+STATES = ("NORMAL", "ARCHIVED")
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024
+
+
+def valid_username(value: str) -> str:
+    if not USERNAME_RE.match(value):
+        raise InvalidArgument(
+            f"username: {value!r} must be 1-32 letters, digits, '_', '-' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+def valid_password(value: str) -> str:
+    if not MIN_PASSWORD <= len(value) <= MAX_PASSWORD:
+        raise InvalidArgument(f"password: must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    return value
+
+
+def _text(value: Any, field: str, limit: int) -> str:
+    if len(value) > limit:
+        raise InvalidArgument(f"{field}: longer than {limit} characters")
+    return str(value)
+
+
+async def get_user(conn: AsyncConnection, username: str) -> Any:
+    row = (
+        await conn.execute(sa.select(user_account).where(user_account.c.username == username))
+    ).first()
+    if row is None:
+        raise NotFound(f"user {username!r} not found")
+    return row
+
+
+async def user_count(conn: AsyncConnection) -> int:
+    return int((await conn.execute(sa.select(sa.func.count()).select_from(user_account))).scalar_one())
+
+
+async def create_user(
+    conn: AsyncConnection, hasher: PasswordHasher, caller: Caller | None, access: AccessSettings,
+    data: UserIn, now: int,
+) -> Any:
+    """Sign-up or an admin creating a user.
+
+    The first user becomes ADMIN; after that sign-up is open only when the
+    instance allows registration, and only an admin can choose a role.
+    """
+    if isinstance(data.username, msgspec.UnsetType) or isinstance(data.password, msgspec.UnsetType):
+        raise InvalidArgument("username and password are required")
+    username = valid_username(data.username)
+    password = valid_password(data.password)
+    first = await user_count(conn) == 0
+    by_admin = caller is not None and caller.is_admin and not caller.is_restricted
+    if first:
+        role = "ADMIN"
+    elif by_admin:
+        role = data.role if isinstance(data.role, str) else "USER"
+        if role not in ROLES:
+            raise InvalidArgument(f"role: {role!r} is not one of ADMIN, USER")
+    elif access.allow_registration:
+        role = "USER"
+    else:
+        raise PermissionDenied("registration is closed on this instance")
+    values = {
+        "username": username,
+        "role": role,
+        "state": "NORMAL",
+        "password_hash": await hash_password(hasher, password),
+        "nickname": _text(data.nickname if isinstance(data.nickname, str) else "", "nickname", 128),
+        "email": _text(data.email if isinstance(data.email, str) else "", "email", 256),
+        "description": _text(
+            data.description if isinstance(data.description, str) else "", "description", 1024
+        ),
+        "avatar_url": _text(
+            data.avatar_url if isinstance(data.avatar_url, str) else "", "avatarUrl", 2048
+        ),
+        "created_ts": now,
+        "updated_ts": now,
+    }
+    try:
+        async with conn.begin_nested():
+            await conn.execute(user_account.insert().values(**values))
+    except IntegrityError:
+        raise AlreadyExists(f"user {username!r} already exists") from None
+    return await get_user(conn, username)
+
+
+async def _active_admins(conn: AsyncConnection) -> int:
+    return int(
+        (
+            await conn.execute(
+                sa.select(sa.func.count()).where(
+                    user_account.c.role == "ADMIN", user_account.c.state == "NORMAL"
+                )
+            )
+        ).scalar_one()
+    )
+
+
+MASK_FIELDS = {
+    "username": "username", "password": "password", "role": "role", "state": "state",
+    "email": "email", "nickname": "nickname", "description": "description",
+    "avatarurl": "avatar_url",
+}
+
+
+def user_mask(mask: str | None, data: UserIn) -> set[str]:
+    if mask is None or not mask.strip():
+        return {f for f in set(MASK_FIELDS.values()) if not isinstance(getattr(data, f), msgspec.UnsetType)}
+    paths = set()
+    for raw in mask.split(","):
+        key = raw.strip().replace("_", "").lower()
+        if key not in MASK_FIELDS:
+            raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
+        paths.add(MASK_FIELDS[key])
+    return paths
+
+
+async def update_user(
+    conn: AsyncConnection, hasher: PasswordHasher, caller: Caller, target: Any, data: UserIn,
+    paths: set[str], now: int,
+) -> Any:
+    is_self = caller.user_id == target.id
+    if not (is_self or caller.is_admin):
+        raise PermissionDenied("only the user or an admin can change a user")
+    if ("role" in paths or "state" in paths) and not caller.is_admin:
+        raise PermissionDenied("only an admin can change roles and states")
+    values: dict[str, Any] = {}
+    for field in paths:
+        value = getattr(data, field)
+        if isinstance(value, msgspec.UnsetType):
+            raise InvalidArgument(f"{field}: named in updateMask but missing from the body")
+        if field == "username":
+            values["username"] = valid_username(value)
+        elif field == "password":
+            values["password_hash"] = await hash_password(hasher, valid_password(value))
+        elif field == "role":
+            if value not in ROLES:
+                raise InvalidArgument(f"role: {value!r} is not one of ADMIN, USER")
+            values["role"] = value
+        elif field == "state":
+            if value not in STATES:
+                raise InvalidArgument(f"state: {value!r} is not one of NORMAL, ARCHIVED")
+            values["state"] = value
+        else:
+            limit = {"email": 256, "nickname": 128, "description": 1024, "avatar_url": 2048}[field]
+            values[field] = _text(value, field, limit)
+    demoting = values.get("role", target.role) != "ADMIN" or values.get("state", target.state) != "NORMAL"
+    if target.role == "ADMIN" and target.state == "NORMAL" and demoting and await _active_admins(conn) <= 1:
+        raise FailedPrecondition("the last active admin cannot be demoted or archived")
+    if not values:
+        return target
+    values["updated_ts"] = now
+    try:
+        async with conn.begin_nested():
+            await conn.execute(user_account.update().where(user_account.c.id == target.id).values(**values))
+    except IntegrityError:
+        raise AlreadyExists(f"user {values.get('username')!r} already exists") from None
+    if "password_hash" in values or values.get("state") == "ARCHIVED":
+        # A password change (or deactivation) ends every session and sign-in token.
+        await conn.execute(auth_session.delete().where(auth_session.c.user_id == target.id))
+    return (await conn.execute(sa.select(user_account).where(user_account.c.id == target.id))).one()
+
+
+async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> None:
+    if not caller.is_admin:
+        raise PermissionDenied("only an admin can delete users")
+    if target.role == "ADMIN" and target.state == "NORMAL" and await _active_admins(conn) <= 1:
+        raise FailedPrecondition("the last active admin cannot be deleted")
+    await conn.execute(user_account.delete().where(user_account.c.id == target.id))
