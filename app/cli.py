@@ -11,10 +11,18 @@ import click
 from app.settings import load_settings
 
 _server_options = [
-    click.option("--data", "data_dir", type=click.Path(path_type=Path), default=None,
-                 help="Data directory [env DAYBOOK_DATA; default ./data]"),
-    click.option("--database-url", default=None,
-                 help="sqlite:///path or postgresql://... [env DAYBOOK_DATABASE_URL]"),
+    click.option(
+        "--data",
+        "data_dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Data directory [env DAYBOOK_DATA; default ./data]",
+    ),
+    click.option(
+        "--database-url",
+        default=None,
+        help="sqlite:///path or postgresql://... [env DAYBOOK_DATABASE_URL]",
+    ),
 ]
 
 
@@ -35,30 +43,57 @@ def main() -> None:
 
 @main.command()
 @_with(_server_options)
-@click.option("--host", default=None, help="Interface to bind [env DAYBOOK_HOST; default 127.0.0.1]")
+@click.option(
+    "--host", default=None, help="Interface to bind [env DAYBOOK_HOST; default 127.0.0.1]"
+)
 @click.option("--port", type=int, default=None, help="Port [env DAYBOOK_PORT; default 5230]")
-@click.option("--public-url", default=None, help="Public URL, e.g. https://notes.example.com [env DAYBOOK_PUBLIC_URL]")
+@click.option(
+    "--public-url",
+    default=None,
+    help="Public URL, e.g. https://notes.example.com [env DAYBOOK_PUBLIC_URL]",
+)
 @click.option("--no-migrate", is_flag=True, help="Do not run migrations at start")
 @click.option("--workers", type=int, default=1, show_default=True, help="Server worker processes")
-def serve(data_dir: Path | None, database_url: str | None, host: str | None, port: int | None,
-          public_url: str | None, no_migrate: bool, workers: int) -> None:
+def serve(
+    data_dir: Path | None,
+    database_url: str | None,
+    host: str | None,
+    port: int | None,
+    public_url: str | None,
+    no_migrate: bool,
+    workers: int,
+) -> None:
     """Run the HTTP server (finishes requests in flight on SIGTERM)."""
     import uvicorn
 
     from app.server import create_app
 
     settings = load_settings(
-        data_dir=data_dir, database_url=database_url, host=host, port=port, public_url=public_url,
+        data_dir=data_dir,
+        database_url=database_url,
+        host=host,
+        port=port,
+        public_url=public_url,
         migrate_on_start=False if no_migrate else None,
     ).resolved()
     app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False,
-                proxy_headers=True, forwarded_allow_ips="127.0.0.1", timeout_graceful_shutdown=30)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips="127.0.0.1",
+        timeout_graceful_shutdown=30,
+    )
 
 
 @main.command()
 @_with(_server_options)
-@click.option("--revision", default="head", show_default=True, help="Target revision (down: e.g. base)")
+@click.option(
+    "--revision", default="head", show_default=True, help="Target revision (down: e.g. base)"
+)
 def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> None:
     """Apply database migrations (or roll back to --revision)."""
     from app.db import migrate as m
@@ -91,8 +126,13 @@ def user() -> None:
 @click.option("--username", required=True)
 @click.option("--password-stdin", is_flag=True, required=True, help="Read the password from stdin")
 @click.option("--admin", is_flag=True, help="Make the user an instance ADMIN")
-def user_create(data_dir: Path | None, database_url: str | None, username: str,
-                password_stdin: bool, admin: bool) -> None:
+def user_create(
+    data_dir: Path | None,
+    database_url: str | None,
+    username: str,
+    password_stdin: bool,
+    admin: bool,
+) -> None:
     """Create a user (the password is read from standard input)."""
     import time
 
@@ -118,16 +158,23 @@ def user_create(data_dir: Path | None, database_url: str | None, username: str,
             await upgrade(engine)
             now = int(time.time())
             async with engine.begin() as conn:
-                exists = (await conn.execute(
-                    sa.select(user_account.c.id).where(user_account.c.username == username)
-                )).first()
+                exists = (
+                    await conn.execute(
+                        sa.select(user_account.c.id).where(user_account.c.username == username)
+                    )
+                ).first()
                 if exists:
                     raise click.ClickException(f"user {username!r} already exists")
-                await conn.execute(user_account.insert().values(
-                    username=username, role="ADMIN" if admin else "USER", state="NORMAL",
-                    password_hash=await hash_password(make_hasher("argon2id"), password),
-                    created_ts=now, updated_ts=now,
-                ))
+                await conn.execute(
+                    user_account.insert().values(
+                        username=username,
+                        role="ADMIN" if admin else "USER",
+                        state="NORMAL",
+                        password_hash=await hash_password(make_hasher("argon2id"), password),
+                        created_ts=now,
+                        updated_ts=now,
+                    )
+                )
         finally:
             await engine.dispose()
 

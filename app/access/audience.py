@@ -110,5 +110,7 @@ def audience_predicate(
         if reach == "NONE":
             visible = sa.and_(visible, m.space_id.is_not(None))
         elif reach == "OWN":
-            visible = sa.and_(visible, sa.or_(m.space_id.is_not(None), m.creator_id == caller.user_id))
+            visible = sa.and_(
+                visible, sa.or_(m.space_id.is_not(None), m.creator_id == caller.user_id)
+            )
     return sa.and_(visible, state_ok, creator_ok)

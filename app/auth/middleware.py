@@ -51,7 +51,9 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
                     .where(
                         access_token.c.token_hash == hashed,
                         user_account.c.state == "NORMAL",
-                        sa.or_(access_token.c.expires_ts.is_(None), access_token.c.expires_ts > now),
+                        sa.or_(
+                            access_token.c.expires_ts.is_(None), access_token.c.expires_ts > now
+                        ),
                     )
                 )
             ).first()
@@ -106,7 +108,9 @@ async def _session_row(conn: Any, hashed: str, now: int) -> Any:
 
 
 class AuthMiddleware(AbstractAuthenticationMiddleware):
-    async def authenticate_request(self, connection: ASGIConnection[Any, Any, Any, Any]) -> AuthenticationResult:
+    async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
         engine: AsyncEngine = connection.app.state.engine
         now = int(time.time())
         header = connection.headers.get("authorization")

@@ -87,8 +87,13 @@ class AuthController(Controller):
 
     @post("/signin", operation_id="AuthService_SignIn", status_code=200, responses=errors())
     async def sign_in(
-        self, request: Request[Any, Any, Any], db: AsyncConnection, state: State,
-        settings: Settings, now: int, data: SignInRequest,
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncConnection,
+        state: State,
+        settings: Settings,
+        now: int,
+        data: SignInRequest,
     ) -> Response[SignInResponse]:
         creds = data.password_credentials
         if isinstance(creds, msgspec.UnsetType) or not creds.username or not creds.password:
@@ -97,7 +102,9 @@ class AuthController(Controller):
         if await _too_many_failures(state.engine, creds.username, remote, now, settings):
             raise ResourceExhausted("too many failed sign-ins: try again later")
         row = (
-            await db.execute(sa.select(user_account).where(user_account.c.username == creds.username))
+            await db.execute(
+                sa.select(user_account).where(user_account.c.username == creds.username)
+            )
         ).first()
         if row is None:
             await verify_dummy(state.hasher, creds.password)
@@ -112,38 +119,57 @@ class AuthController(Controller):
         expires = now + settings.session_lifetime
         await db.execute(
             auth_session.insert().values(
-                user_id=row.id, token_hash=digest(token), csrf_token=csrf,
-                created_ts=now, expires_ts=expires, last_seen_ts=now,
+                user_id=row.id,
+                token_hash=digest(token),
+                csrf_token=csrf,
+                created_ts=now,
+                expires_ts=expires,
+                last_seen_ts=now,
             )
         )
         body = SignInResponse(
-            user=user_out(row, private=True), access_token=token,
-            access_token_expires_at=rfc3339(expires), csrf_token=csrf,
+            user=user_out(row, private=True),
+            access_token=token,
+            access_token_expires_at=rfc3339(expires),
+            csrf_token=csrf,
         )
         cookie = Cookie(
-            key=SESSION_COOKIE, value=token, httponly=True, samesite="lax", path="/",
-            max_age=settings.session_lifetime, secure=settings.public_url.startswith("https://"),
+            key=SESSION_COOKIE,
+            value=token,
+            httponly=True,
+            samesite="lax",
+            path="/",
+            max_age=settings.session_lifetime,
+            secure=settings.public_url.startswith("https://"),
         )
         return Response(body, cookies=[cookie])
 
     @post("/signout", operation_id="AuthService_SignOut", status_code=200, responses=errors())
-    async def sign_out(self, db: AsyncConnection, caller: Caller | None) -> Response[dict[str, Any]]:
+    async def sign_out(
+        self, db: AsyncConnection, caller: Caller | None
+    ) -> Response[dict[str, Any]]:
         if caller is not None and caller.session_id is not None:
             await db.execute(auth_session.delete().where(auth_session.c.id == caller.session_id))
         response: Response[dict[str, Any]] = Response({})
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
-    @get("/me", operation_id="AuthService_GetCurrentUser", guards=[requires_user], responses=errors())
+    @get(
+        "/me", operation_id="AuthService_GetCurrentUser", guards=[requires_user], responses=errors()
+    )
     async def me(self, db: AsyncConnection, caller: Caller) -> CurrentUserResponse:
-        row = (await db.execute(sa.select(user_account).where(user_account.c.id == caller.user_id))).first()
+        row = (
+            await db.execute(sa.select(user_account).where(user_account.c.id == caller.user_id))
+        ).first()
         if row is None:
             raise Unauthenticated("the user no longer exists")
         csrf: str | msgspec.UnsetType = msgspec.UNSET
         if caller.session_id is not None:
             csrf = (
                 await db.execute(
-                    sa.select(auth_session.c.csrf_token).where(auth_session.c.id == caller.session_id)
+                    sa.select(auth_session.c.csrf_token).where(
+                        auth_session.c.id == caller.session_id
+                    )
                 )
             ).scalar_one_or_none() or msgspec.UNSET
         return CurrentUserResponse(

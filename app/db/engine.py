@@ -24,7 +24,9 @@ def async_url(url: str) -> str:
         return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
-    raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
+    raise ValueError(
+        f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql"
+    )
 
 
 def sync_url(url: str) -> str:

@@ -88,7 +88,9 @@ memo = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("uid", sa.String(36), nullable=False, unique=True),
-    sa.Column("creator_id", sa.Integer, nullable=False),  # no FK: a dangling row must deny, not break
+    sa.Column(
+        "creator_id", sa.Integer, nullable=False
+    ),  # no FK: a dangling row must deny, not break
     sa.Column("content", sa.Text, nullable=False, server_default=""),
     sa.Column("visibility", sa.String(16), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),

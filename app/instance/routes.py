@@ -74,21 +74,36 @@ class InstanceController(Controller):
             initialized=await user_count(db) > 0,
         )
 
-    @get("/settings/{setting:str}", operation_id="InstanceService_GetInstanceSetting",
-         guards=[requires_user, management_plane], responses=errors())
+    @get(
+        "/settings/{setting:str}",
+        operation_id="InstanceService_GetInstanceSetting",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
     async def get_setting(
-        self, caller: Caller, access: AccessSettings, setting: Annotated[str, Parameter(max_length=64)]
+        self,
+        caller: Caller,
+        access: AccessSettings,
+        setting: Annotated[str, Parameter(max_length=64)],
     ) -> AccessSetting:
         if not caller.is_admin:
             raise PermissionDenied("only an admin can read instance settings")
         _known(setting)
         return _setting_out(access)
 
-    @patch("/settings/{setting:str}", operation_id="InstanceService_UpdateInstanceSetting",
-           guards=[requires_user, management_plane], responses=errors())
+    @patch(
+        "/settings/{setting:str}",
+        operation_id="InstanceService_UpdateInstanceSetting",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
     async def update_setting(
-        self, db: AsyncConnection, caller: Caller, access: AccessSettings,
-        setting: Annotated[str, Parameter(max_length=64)], data: AccessSettingIn,
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        setting: Annotated[str, Parameter(max_length=64)],
+        data: AccessSettingIn,
     ) -> AccessSetting:
         if not caller.is_admin:
             raise PermissionDenied("only an admin can change instance settings")

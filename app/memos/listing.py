@@ -79,7 +79,9 @@ def _after(keys: list[OrderKey], values: list[Any]) -> ColumnElement[bool]:
         raise InvalidArgument("pageToken: invalid page token")
     if all(k.descending == keys[0].descending for k in keys):
         left = sa.tuple_(*[k.column for k in keys])
-        right = sa.tuple_(*[sa.literal(v, k.column.type) for k, v in zip(keys, values, strict=True)])
+        right = sa.tuple_(
+            *[sa.literal(v, k.column.type) for k, v in zip(keys, values, strict=True)]
+        )
         return left < right if keys[0].descending else left > right
     clause: ColumnElement[bool] = sa.false()
     for i in reversed(range(len(keys))):
@@ -91,7 +93,9 @@ def _after(keys: list[OrderKey], values: list[Any]) -> ColumnElement[bool]:
 
 def _key_values(row: Any, keys: list[OrderKey]) -> list[Any]:
     return [
-        bool(getattr(row, k.column.name)) if k.column is memo.c.pinned else getattr(row, k.column.name)
+        bool(getattr(row, k.column.name))
+        if k.column is memo.c.pinned
+        else getattr(row, k.column.name)
         for k in keys
     ]
 
@@ -99,7 +103,9 @@ def _key_values(row: Any, keys: list[OrderKey]) -> list[Any]:
 def _check_token_values(keys: list[OrderKey], values: list[Any]) -> list[Any]:
     checked: list[Any] = []
     for k, v in zip(keys, values, strict=True):
-        python_type = bool if k.column is memo.c.pinned else (str if k.column is memo.c.uid else int)
+        python_type = (
+            bool if k.column is memo.c.pinned else (str if k.column is memo.c.uid else int)
+        )
         if type(v) is not python_type:
             raise InvalidArgument("pageToken: invalid page token")
         checked.append(v)
@@ -125,7 +131,10 @@ async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[
         raise InvalidArgument(f"state: {q.state!r} is not one of NORMAL, ARCHIVED")
     query_id = fingerprint(
         [str(k.column) + (" desc" if k.descending else "") for k in keys],
-        q.state, q.filter_text, q.caller.user_id if q.caller else None, q.parent_id,
+        q.state,
+        q.filter_text,
+        q.caller.user_id if q.caller else None,
+        q.parent_id,
     )
     conditions: list[ColumnElement[bool]] = [
         memo.c.parent_id.is_(None) if q.parent_id is None else memo.c.parent_id == q.parent_id,

@@ -145,7 +145,9 @@ async def _parent_names(conn: AsyncConnection, rows: Sequence[Any]) -> dict[int,
     if not parent_ids:
         return {}
     names = dict(
-        (await conn.execute(sa.select(memo.c.id, memo.c.uid).where(memo.c.id.in_(parent_ids)))).all()
+        (
+            await conn.execute(sa.select(memo.c.id, memo.c.uid).where(memo.c.id.in_(parent_ids)))
+        ).all()
     )
     return {r.id: f"memos/{names[r.parent_id]}" for r in rows if r.parent_id in names}
 
@@ -179,9 +181,7 @@ async def _relations(
     for r in await conn.execute(query):
         rel = schemas.Relation(
             memo=schemas.RelatedMemo(name=f"memos/{r.src_uid}", snippet=r.src_snippet),
-            related_memo=schemas.RelatedMemo(
-                name=f"memos/{r.dst_uid}", snippet=r.dst_snippet
-            ),
+            related_memo=schemas.RelatedMemo(name=f"memos/{r.dst_uid}", snippet=r.dst_snippet),
             type=r.type,
         )
         for end in {r.memo_id, r.related_memo_id} & wanted:

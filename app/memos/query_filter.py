@@ -11,7 +11,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.errors import InvalidArgument
 
 
-def memo_filter_clause(text: str | None, *, now: int, dialect_name: str) -> ColumnElement[bool] | None:
+def memo_filter_clause(
+    text: str | None, *, now: int, dialect_name: str
+) -> ColumnElement[bool] | None:
     if text is None or not text.strip():
         return None
     from app.filter import FilterError, compile_memo_filter

@@ -32,7 +32,9 @@ from app.settings import Settings
 MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
 
 
-async def _one(conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings) -> schemas.Memo:
+async def _one(
+    conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings
+) -> schemas.Memo:
     from app.db.schema import memo
 
     import sqlalchemy as sa
@@ -65,7 +67,9 @@ class MemoController(Controller):
         query = ListQuery(
             caller=caller,
             mode=access.access_mode,
-            state=(memo_state or "NORMAL").upper() if memo_state != "STATE_UNSPECIFIED" else "NORMAL",
+            state=(memo_state or "NORMAL").upper()
+            if memo_state != "STATE_UNSPECIFIED"
+            else "NORMAL",
             filter_text=filter,
             filter_clause=clause,
             order_by=order_by,
@@ -77,7 +81,13 @@ class MemoController(Controller):
             memos=await present(db, rows, caller, access.access_mode), next_page_token=token
         )
 
-    @post("", operation_id="MemoService_CreateMemo", guards=[requires_user], responses=errors(409))
+    @post(
+        "",
+        operation_id="MemoService_CreateMemo",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(409),
+    )
     async def create_memo(
         self,
         db: AsyncConnection,
@@ -99,8 +109,12 @@ class MemoController(Controller):
         out = (await present(db, [row], caller, access.access_mode))[0]
         return Response(out, headers={"ETag": out.etag})
 
-    @patch("/{memo:str}", operation_id="MemoService_UpdateMemo", guards=[requires_user],
-           responses=errors(409, 412))
+    @patch(
+        "/{memo:str}",
+        operation_id="MemoService_UpdateMemo",
+        guards=[requires_user],
+        responses=errors(409, 412),
+    )
     async def update_memo(
         self,
         db: AsyncConnection,
@@ -110,7 +124,9 @@ class MemoController(Controller):
         memo: MemoId,
         data: schemas.MemoIn,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
-        update_mask_snake: Annotated[str | None, Parameter(query="update_mask", max_length=512)] = None,
+        update_mask_snake: Annotated[
+            str | None, Parameter(query="update_mask", max_length=512)
+        ] = None,
         if_match: Annotated[str | None, Parameter(header="If-Match", max_length=128)] = None,
     ) -> Response[schemas.Memo]:
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
@@ -122,8 +138,13 @@ class MemoController(Controller):
         out = await _one(db, row.id, caller, access)
         return Response(out, headers={"ETag": out.etag})
 
-    @delete("/{memo:str}", operation_id="MemoService_DeleteMemo", guards=[requires_user],
-            status_code=200, responses=errors())
+    @delete(
+        "/{memo:str}",
+        operation_id="MemoService_DeleteMemo",
+        guards=[requires_user],
+        status_code=200,
+        responses=errors(),
+    )
     async def delete_memo(
         self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoId
     ) -> dict[str, Any]:

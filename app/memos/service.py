@@ -51,8 +51,17 @@ UPDATE_PATHS = {
     "space": "space",
     "tree": "tree",
 }
-TRACKED = ("content", "visibility", "state", "pinned", "created_ts", "updated_ts",
-           "location_placeholder", "location_latitude", "location_longitude")
+TRACKED = (
+    "content",
+    "visibility",
+    "state",
+    "pinned",
+    "created_ts",
+    "updated_ts",
+    "location_placeholder",
+    "location_latitude",
+    "location_longitude",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +73,9 @@ class WriteContext:
 
 def _content_columns(content: str, limit: int) -> dict[str, Any]:
     if len(content.encode()) > limit:
-        raise InvalidArgument(f"content: {len(content.encode())} bytes exceeds the limit of {limit}")
+        raise InvalidArgument(
+            f"content: {len(content.encode())} bytes exceeds the limit of {limit}"
+        )
     props = derive(content)
     return {
         "content": content,
@@ -80,11 +91,11 @@ def _content_columns(content: str, limit: int) -> dict[str, Any]:
 
 def _visibility(value: str, access: AccessSettings) -> str:
     if value not in VISIBILITIES:
-        raise InvalidArgument(
-            f"visibility: {value!r} is not one of {', '.join(VISIBILITIES)}"
-        )
+        raise InvalidArgument(f"visibility: {value!r} is not one of {', '.join(VISIBILITIES)}")
     if value == "SPACE":
-        raise InvalidArgument("visibility: SPACE memos need a space, and spaces are not enabled yet")
+        raise InvalidArgument(
+            "visibility: SPACE memos need a space, and spaces are not enabled yet"
+        )
     if value == "PUBLIC" and access.disallow_public_visibility:
         raise PermissionDenied("visibility: PUBLIC is disallowed on this instance")
     return value
@@ -118,7 +129,11 @@ async def _replace_tags(conn: AsyncConnection, memo_id: int, tags: tuple[str, ..
 
 
 async def _event(
-    conn: AsyncConnection, ctx: WriteContext, memo_id: int, kind: str, version: int,
+    conn: AsyncConnection,
+    ctx: WriteContext,
+    memo_id: int,
+    kind: str,
+    version: int,
     prior: dict[str, Any] | None,
 ) -> None:
     prior_content = prior.pop("content", None) if prior else None
@@ -142,7 +157,10 @@ def _require_writer(caller: Caller) -> None:
 
 
 async def create_memo(
-    conn: AsyncConnection, ctx: WriteContext, data: MemoIn, uid: str | None,
+    conn: AsyncConnection,
+    ctx: WriteContext,
+    data: MemoIn,
+    uid: str | None,
     parent_id: int | None = None,
 ) -> int:
     _require_writer(ctx.caller)
@@ -179,7 +197,9 @@ async def create_memo(
         values.update(_location(data.location))
     try:
         async with conn.begin_nested():
-            memo_id = (await conn.execute(memo.insert().values(**values).returning(memo.c.id))).scalar_one()
+            memo_id = (
+                await conn.execute(memo.insert().values(**values).returning(memo.c.id))
+            ).scalar_one()
     except IntegrityError:
         raise AlreadyExists(f"memo {uid!r} already exists") from None
     await _replace_tags(conn, memo_id, tags)
@@ -222,8 +242,18 @@ _ANY_USER = Caller(user_id=-1, username="", role="USER", credential=Credential.S
 def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
     if mask is None or not mask.strip():
         present = {
-            name for name in ("content", "visibility", "pinned", "state", "create_time",
-                              "update_time", "location", "space", "tree")
+            name
+            for name in (
+                "content",
+                "visibility",
+                "pinned",
+                "state",
+                "create_time",
+                "update_time",
+                "location",
+                "space",
+                "tree",
+            )
             if not isinstance(getattr(data, name), msgspec.UnsetType)
         }
         if not isinstance(data.display_time, msgspec.UnsetType):
@@ -240,7 +270,11 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
 
 
 async def update_memo(
-    conn: AsyncConnection, ctx: WriteContext, row: Any, data: MemoIn, paths: set[str],
+    conn: AsyncConnection,
+    ctx: WriteContext,
+    row: Any,
+    data: MemoIn,
+    paths: set[str],
     if_match: str | None,
 ) -> None:
     from app.memos.present import etag
@@ -276,7 +310,9 @@ async def update_memo(
     if "update_time" in paths:
         values["updated_ts"] = parse_time(need("update_time"), "updateTime")
     if "location" in paths:
-        values.update(_location(None if isinstance(data.location, msgspec.UnsetType) else data.location))
+        values.update(
+            _location(None if isinstance(data.location, msgspec.UnsetType) else data.location)
+        )
     if "space" in paths or "tree" in paths:
         raise InvalidArgument("space/tree: spaces are not enabled yet")
 

@@ -28,7 +28,9 @@ async def validate_restriction(
         raise InvalidArgument(f"restriction.scope: {scope!r} is not one of READ, WRITE")
     personal = raw.get("personal", "NONE")
     if personal not in PERSONAL:
-        raise InvalidArgument(f"restriction.personal: {personal!r} is not one of NONE, OWN, AUDIENCE")
+        raise InvalidArgument(
+            f"restriction.personal: {personal!r} is not one of NONE, OWN, AUDIENCE"
+        )
     spaces = raw.get("spaces", [])
     if not isinstance(spaces, list):
         raise InvalidArgument("restriction.spaces: must be a list")

@@ -72,9 +72,15 @@ class TokenController(Controller):
     path = "/api/v1/users/{user:str}/personalAccessTokens"
     tags = ["UserService"]
 
-    @get("", operation_id="UserService_ListPersonalAccessTokens",
-         guards=[requires_user, management_plane], responses=errors())
-    async def list_tokens(self, db: AsyncConnection, caller: Caller, user: UserName) -> ListTokensResponse:
+    @get(
+        "",
+        operation_id="UserService_ListPersonalAccessTokens",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
+    async def list_tokens(
+        self, db: AsyncConnection, caller: Caller, user: UserName
+    ) -> ListTokensResponse:
         username = resource_id(user, "users", field="user")
         _own(caller, username)
         rows = (
@@ -86,10 +92,20 @@ class TokenController(Controller):
         ).all()
         return ListTokensResponse(personal_access_tokens=[_out(username, r) for r in rows])
 
-    @post("", operation_id="UserService_CreatePersonalAccessToken",
-          guards=[requires_session, management_plane], responses=errors())
+    @post(
+        "",
+        operation_id="UserService_CreatePersonalAccessToken",
+        status_code=200,
+        guards=[requires_session, management_plane],
+        responses=errors(),
+    )
     async def create_token(
-        self, db: AsyncConnection, caller: Caller, now: int, user: UserName, data: CreateTokenRequest
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        now: int,
+        user: UserName,
+        data: CreateTokenRequest,
     ) -> CreateTokenResponse:
         username = resource_id(user, "users", field="user")
         _own(caller, username)
@@ -108,9 +124,13 @@ class TokenController(Controller):
             await db.execute(
                 access_token.insert()
                 .values(
-                    user_id=caller.user_id, description=data.description,
-                    token_hash=digest(secret), token_hint=secret[-4:], restriction=restriction,
-                    created_ts=now, expires_ts=expires,
+                    user_id=caller.user_id,
+                    description=data.description,
+                    token_hash=digest(secret),
+                    token_hint=secret[-4:],
+                    restriction=restriction,
+                    created_ts=now,
+                    expires_ts=expires,
                 )
                 .returning(access_token.c.id)
             )
@@ -118,10 +138,18 @@ class TokenController(Controller):
         row = (await db.execute(sa.select(access_token).where(access_token.c.id == token_id))).one()
         return CreateTokenResponse(personal_access_token=_out(username, row), token=secret)
 
-    @delete("/{token_id:int}", operation_id="UserService_DeletePersonalAccessToken", status_code=200,
-            guards=[requires_session, management_plane], responses=errors())
+    @delete(
+        "/{token_id:int}",
+        operation_id="UserService_DeletePersonalAccessToken",
+        status_code=200,
+        guards=[requires_session, management_plane],
+        responses=errors(),
+    )
     async def delete_token(
-        self, db: AsyncConnection, caller: Caller, user: UserName,
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        user: UserName,
         token_id: Annotated[int, Parameter(ge=1, le=2**31 - 1)],
     ) -> dict[str, Any]:
         _own(caller, resource_id(user, "users", field="user"))

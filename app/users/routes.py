@@ -33,16 +33,31 @@ class UserController(Controller):
     path = "/api/v1/users"
     tags = ["UserService"]
 
-    @post("", operation_id="UserService_CreateUser", guards=[management_plane], responses=errors(409))
+    @post(
+        "",
+        operation_id="UserService_CreateUser",
+        status_code=200,
+        guards=[management_plane],
+        responses=errors(409),
+    )
     async def create_user(
-        self, db: AsyncConnection, state: State, caller: Caller | None, access: AccessSettings,
-        now: int, data: UserIn,
+        self,
+        db: AsyncConnection,
+        state: State,
+        caller: Caller | None,
+        access: AccessSettings,
+        now: int,
+        data: UserIn,
     ) -> User:
         row = await service.create_user(db, state.hasher, caller, access, data, now)
         return user_out(row, private=True)
 
-    @get("", operation_id="UserService_ListUsers", guards=[requires_user, management_plane],
-         responses=errors())
+    @get(
+        "",
+        operation_id="UserService_ListUsers",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
     async def list_users(self, db: AsyncConnection, caller: Caller) -> ListUsersResponse:
         if not caller.is_admin:
             raise PermissionDenied("only an admin can list users")
@@ -59,22 +74,42 @@ class UserController(Controller):
         private = caller is not None and (caller.user_id == row.id or caller.is_admin)
         return user_out(row, private=private)
 
-    @patch("/{user:str}", operation_id="UserService_UpdateUser",
-           guards=[requires_user, management_plane], responses=errors(409, 412))
+    @patch(
+        "/{user:str}",
+        operation_id="UserService_UpdateUser",
+        guards=[requires_user, management_plane],
+        responses=errors(409, 412),
+    )
     async def update_user(
-        self, db: AsyncConnection, state: State, caller: Caller, now: int, user: UserName,
+        self,
+        db: AsyncConnection,
+        state: State,
+        caller: Caller,
+        now: int,
+        user: UserName,
         data: UserIn,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
-        update_mask_snake: Annotated[str | None, Parameter(query="update_mask", max_length=512)] = None,
+        update_mask_snake: Annotated[
+            str | None, Parameter(query="update_mask", max_length=512)
+        ] = None,
     ) -> User:
         target = await service.get_user(db, _username(user))
-        paths = service.user_mask(update_mask if update_mask is not None else update_mask_snake, data)
+        paths = service.user_mask(
+            update_mask if update_mask is not None else update_mask_snake, data
+        )
         row = await service.update_user(db, state.hasher, caller, target, data, paths, now)
         return user_out(row, private=True)
 
-    @delete("/{user:str}", operation_id="UserService_DeleteUser", status_code=200,
-            guards=[requires_user, management_plane], responses=errors(412))
-    async def delete_user(self, db: AsyncConnection, caller: Caller, user: UserName) -> dict[str, Any]:
+    @delete(
+        "/{user:str}",
+        operation_id="UserService_DeleteUser",
+        status_code=200,
+        guards=[requires_user, management_plane],
+        responses=errors(412),
+    )
+    async def delete_user(
+        self, db: AsyncConnection, caller: Caller, user: UserName
+    ) -> dict[str, Any]:
         target = await service.get_user(db, _username(user))
         await service.delete_user(db, caller, target)
         return {}

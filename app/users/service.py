@@ -14,7 +14,13 @@ from app.access.caller import Caller
 from app.api.structs import USERNAME_RE
 from app.auth.passwords import hash_password
 from app.db.schema import auth_session, user_account
-from app.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from app.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
 from app.instance.store import AccessSettings
 from app.users.schemas import UserIn
 
@@ -55,12 +61,18 @@ async def get_user(conn: AsyncConnection, username: str) -> Any:
 
 
 async def user_count(conn: AsyncConnection) -> int:
-    return int((await conn.execute(sa.select(sa.func.count()).select_from(user_account))).scalar_one())
+    return int(
+        (await conn.execute(sa.select(sa.func.count()).select_from(user_account))).scalar_one()
+    )
 
 
 async def create_user(
-    conn: AsyncConnection, hasher: PasswordHasher, caller: Caller | None, access: AccessSettings,
-    data: UserIn, now: int,
+    conn: AsyncConnection,
+    hasher: PasswordHasher,
+    caller: Caller | None,
+    access: AccessSettings,
+    data: UserIn,
+    now: int,
 ) -> Any:
     """Sign-up or an admin creating a user.
 
@@ -120,15 +132,24 @@ async def _active_admins(conn: AsyncConnection) -> int:
 
 
 MASK_FIELDS = {
-    "username": "username", "password": "password", "role": "role", "state": "state",
-    "email": "email", "nickname": "nickname", "description": "description",
+    "username": "username",
+    "password": "password",
+    "role": "role",
+    "state": "state",
+    "email": "email",
+    "nickname": "nickname",
+    "description": "description",
     "avatarurl": "avatar_url",
 }
 
 
 def user_mask(mask: str | None, data: UserIn) -> set[str]:
     if mask is None or not mask.strip():
-        return {f for f in set(MASK_FIELDS.values()) if not isinstance(getattr(data, f), msgspec.UnsetType)}
+        return {
+            f
+            for f in set(MASK_FIELDS.values())
+            if not isinstance(getattr(data, f), msgspec.UnsetType)
+        }
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
@@ -139,8 +160,13 @@ def user_mask(mask: str | None, data: UserIn) -> set[str]:
 
 
 async def update_user(
-    conn: AsyncConnection, hasher: PasswordHasher, caller: Caller, target: Any, data: UserIn,
-    paths: set[str], now: int,
+    conn: AsyncConnection,
+    hasher: PasswordHasher,
+    caller: Caller,
+    target: Any,
+    data: UserIn,
+    paths: set[str],
+    now: int,
 ) -> Any:
     is_self = caller.user_id == target.id
     if not (is_self or caller.is_admin):
@@ -167,15 +193,24 @@ async def update_user(
         else:
             limit = {"email": 256, "nickname": 128, "description": 1024, "avatar_url": 2048}[field]
             values[field] = _text(value, field, limit)
-    demoting = values.get("role", target.role) != "ADMIN" or values.get("state", target.state) != "NORMAL"
-    if target.role == "ADMIN" and target.state == "NORMAL" and demoting and await _active_admins(conn) <= 1:
+    demoting = (
+        values.get("role", target.role) != "ADMIN" or values.get("state", target.state) != "NORMAL"
+    )
+    if (
+        target.role == "ADMIN"
+        and target.state == "NORMAL"
+        and demoting
+        and await _active_admins(conn) <= 1
+    ):
         raise FailedPrecondition("the last active admin cannot be demoted or archived")
     if not values:
         return target
     values["updated_ts"] = now
     try:
         async with conn.begin_nested():
-            await conn.execute(user_account.update().where(user_account.c.id == target.id).values(**values))
+            await conn.execute(
+                user_account.update().where(user_account.c.id == target.id).values(**values)
+            )
     except IntegrityError:
         raise AlreadyExists(f"user {values.get('username')!r} already exists") from None
     if "password_hash" in values or values.get("state") == "ARCHIVED":

@@ -27,8 +27,15 @@ async def user_stats(
     )
     rows = (
         await conn.execute(
-            sa.select(memo.c.uid, memo.c.created_ts, memo.c.pinned, memo.c.has_link,
-                      memo.c.has_code, memo.c.has_task_list, memo.c.has_incomplete_tasks)
+            sa.select(
+                memo.c.uid,
+                memo.c.created_ts,
+                memo.c.pinned,
+                memo.c.has_link,
+                memo.c.has_code,
+                memo.c.has_task_list,
+                memo.c.has_incomplete_tasks,
+            )
             .where(visible)
             .order_by(memo.c.created_ts.desc())
         )
