@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from app.settings import load_settings
 
-_server_options = [
+F = TypeVar("F", bound=Callable[..., Any])
+
+_server_options: list[Callable[[F], F]] = [
     click.option(
         "--data",
         "data_dir",
@@ -26,8 +30,8 @@ _server_options = [
 ]
 
 
-def _with(options: list[click.decorators.FC]):  # type: ignore[no-untyped-def]
-    def decorate(fn):  # type: ignore[no-untyped-def]
+def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
+    def decorate(fn: F) -> F:
         for option in reversed(options):
             fn = option(fn)
         return fn

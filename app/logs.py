@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import structlog
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -40,7 +41,7 @@ request_log = structlog.get_logger("daybook.request")
 
 def request_logging_middleware(app: ASGIApp) -> ASGIApp:
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         start = time.perf_counter()

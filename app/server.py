@@ -9,6 +9,7 @@ from typing import Any
 
 from litestar import Litestar, Request, get
 from litestar.di import Provide
+from litestar.enums import ScopeType
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
@@ -40,8 +41,8 @@ _CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)$")
 class Daybook(Litestar):
     """Litestar, with the custom-method rewrite applied before routing."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        if scope["type"] == ScopeType.HTTP:
             match = _CUSTOM_METHOD.match(scope["path"])
             if match:
                 scope["path"] = f"{match.group(1)}/:{match.group(2)}"

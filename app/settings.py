@@ -31,7 +31,7 @@ class Settings:
     session_lifetime: int = 30 * 24 * 3600
     signin_failure_window: int = 15 * 60
     signin_failure_limit: int = 10
-    password_hasher: str = "argon2id"  # "cheap" only in tests
+    password_hasher: str = "argon2id"  # noqa: S105 ("cheap" only in tests)
     log_format: str = "console"  # console | json
     secret: str = field(default="", repr=False)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 class Credential(StrEnum):
     SESSION = "session"  # browser cookie (mutations need the CSRF header)
-    ACCESS_TOKEN = "access_token"  # bearer token from sign-in: same row as the session
+    ACCESS_TOKEN = "access_token"  # noqa: S105 (a kind, not a secret) bearer token from sign-in: same row as the session
     PAT = "pat"  # personal access token
 
 

@@ -83,7 +83,7 @@ async def _record_failure(engine: Any, username: str, remote: str, now: int) -> 
 
 class AuthController(Controller):
     path = "/api/v1/auth"
-    tags = ["AuthService"]
+    tags = ("AuthService",)
 
     @post("/signin", operation_id="AuthService_SignIn", status_code=200, responses=errors())
     async def sign_in(

@@ -61,7 +61,7 @@ def _known(setting: str) -> None:
 
 class InstanceController(Controller):
     path = "/api/v1/instance"
-    tags = ["InstanceService"]
+    tags = ("InstanceService",)
 
     @get("/profile", operation_id="InstanceService_GetInstanceProfile", responses=errors())
     async def profile(self, db: AsyncConnection, access: AccessSettings) -> InstanceProfile:

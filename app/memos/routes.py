@@ -35,9 +35,9 @@ MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", ma
 async def _one(
     conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings
 ) -> schemas.Memo:
-    from app.db.schema import memo
-
     import sqlalchemy as sa
+
+    from app.db.schema import memo
 
     row = (await conn.execute(sa.select(memo).where(memo.c.id == memo_id))).one()
     return (await present(conn, [row], caller, access.access_mode))[0]
@@ -45,7 +45,7 @@ async def _one(
 
 class MemoController(Controller):
     path = "/api/v1/memos"
-    tags = ["MemoService"]
+    tags = ("MemoService",)
 
     @get("", operation_id="MemoService_ListMemos", responses=errors())
     async def list_memos(
@@ -57,7 +57,7 @@ class MemoController(Controller):
         now: int,
         page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,  # noqa: A002
+        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
         memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
     ) -> schemas.ListMemosResponse:

@@ -98,7 +98,7 @@ class MemoIn(In):
     create_time: str | msgspec.UnsetType = msgspec.UNSET
     update_time: str | msgspec.UnsetType = msgspec.UNSET
     display_time: str | msgspec.UnsetType = msgspec.UNSET
-    location: LocationIn | None | msgspec.UnsetType = msgspec.UNSET
+    location: LocationIn | msgspec.UnsetType | None = msgspec.UNSET
     space: str | msgspec.UnsetType = msgspec.UNSET
     tree: str | msgspec.UnsetType = msgspec.UNSET
     # Output-only fields: accepted and ignored (Memos clients send them back).

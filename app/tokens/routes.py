@@ -37,7 +37,7 @@ class CreateTokenRequest(In):
     description: str = ""
     expire_time: str | msgspec.UnsetType = msgspec.UNSET
     expires_at: str | msgspec.UnsetType = msgspec.UNSET
-    restriction: dict[str, Any] | None | msgspec.UnsetType = msgspec.UNSET
+    restriction: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class CreateTokenResponse(Out):
@@ -70,7 +70,7 @@ def _own(caller: Caller, username: str) -> None:
 
 class TokenController(Controller):
     path = "/api/v1/users/{user:str}/personalAccessTokens"
-    tags = ["UserService"]
+    tags = ("UserService",)
 
     @get(
         "",

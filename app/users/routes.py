@@ -31,7 +31,7 @@ def _username(value: str) -> str:
 
 class UserController(Controller):
     path = "/api/v1/users"
-    tags = ["UserService"]
+    tags = ("UserService",)
 
     @post(
         "",
