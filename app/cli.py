@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -45,6 +47,24 @@ def main() -> None:
     """Daybook: a self-hosted daily log with a Memos-compatible API."""
 
 
+def _graceful_server(config: Any) -> Any:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """Exit with status 0 after a SIGTERM-initiated graceful shutdown.
+
+        Uvicorn re-raises the signal once requests in flight are done, which
+        makes orchestrators report a clean stop as a crash (status -15).
+        """
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            if sig == signal.SIGTERM and sig in self._captured_signals:
+                self._captured_signals.remove(sig)
+
+    return GracefulServer(config)
+
+
 @main.command()
 @_with(_server_options)
 @click.option(
@@ -57,7 +77,6 @@ def main() -> None:
     help="Public URL, e.g. https://notes.example.com [env DAYBOOK_PUBLIC_URL]",
 )
 @click.option("--no-migrate", is_flag=True, help="Do not run migrations at start")
-@click.option("--workers", type=int, default=1, show_default=True, help="Server worker processes")
 def serve(
     data_dir: Path | None,
     database_url: str | None,
@@ -65,7 +84,6 @@ def serve(
     port: int | None,
     public_url: str | None,
     no_migrate: bool,
-    workers: int,
 ) -> None:
     """Run the HTTP server (finishes requests in flight on SIGTERM)."""
     import uvicorn
@@ -80,9 +98,8 @@ def serve(
         public_url=public_url,
         migrate_on_start=False if no_migrate else None,
     ).resolved()
-    app = create_app(settings)
-    uvicorn.run(
-        app,
+    config = uvicorn.Config(
+        create_app(settings),
         host=settings.host,
         port=settings.port,
         log_config=None,
@@ -91,6 +108,7 @@ def serve(
         forwarded_allow_ips="127.0.0.1",
         timeout_graceful_shutdown=30,
     )
+    _graceful_server(config).run()
 
 
 @main.command()

@@ -1,0 +1,103 @@
+"""Two Daybook processes on one database behave as one service.
+
+Sessions, sign-in failure counts, instance settings and memos live in the
+database, so a load balancer may send consecutive requests of one client to
+different processes. Runs real server processes (uvicorn) against the
+embedded PostgreSQL and against one SQLite file.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    args = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data", str(data),
+            "--database-url", url]
+    if not migrate:
+        args.append("--no-migrate")
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "DAYBOOK_LOG_FORMAT": "json"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("server did not become ready")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two_servers(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[tuple[str, str]]:
+    chosen = request.config.getoption("--db") or ["sqlite", "postgresql"]
+    if request.param not in chosen:
+        pytest.skip(f"--db excludes {request.param}")
+    data = tmp_path / "data"  # shared: both processes read the same instance secret
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'shared.db'}"
+    else:
+        root = request.getfixturevalue("pg_root")
+        import asyncio
+
+        from tests.conftest import _admin_exec
+
+        asyncio.run(_admin_exec(root, "CREATE DATABASE two_processes"))
+        url = root.format(db="two_processes")
+    first, a = start(url, data, migrate=True)
+    second, b = start(url, data, migrate=False)
+    try:
+        yield a, b
+    finally:
+        for proc in (first, second):
+            proc.send_signal(signal.SIGTERM)
+        for proc in (first, second):
+            assert proc.wait(timeout=15) == 0, "server did not exit cleanly on SIGTERM"
+
+
+def test_state_is_shared_between_processes(two_servers: tuple[str, str]) -> None:
+    a, b = two_servers
+    creds = {"passwordCredentials": {"username": "alice", "password": "password-1"}}
+    assert httpx.post(f"{a}/api/v1/users", json={"username": "alice", "password": "password-1"}).status_code == 200
+    token = httpx.post(f"{a}/api/v1/auth/signin", json=creds).json()["accessToken"]
+    auth = {"Authorization": f"Bearer {token}"}
+    # A session made on one process works on the other; so does a memo.
+    memo = httpx.post(f"{b}/api/v1/memos", json={"content": "from b"}, headers=auth).json()
+    assert [m["name"] for m in httpx.get(f"{a}/api/v1/memos", headers=auth).json()["memos"]] == [memo["name"]]
+    # A page token minted by one process is accepted by the other.
+    httpx.post(f"{a}/api/v1/memos", json={"content": "from a"}, headers=auth)
+    page = httpx.get(f"{a}/api/v1/memos?pageSize=1", headers=auth).json()
+    rest = httpx.get(f"{b}/api/v1/memos?pageSize=1&pageToken={page['nextPageToken']}", headers=auth)
+    assert rest.status_code == 200 and rest.json()["memos"][0]["name"] == memo["name"]
+    # Settings changed through one process apply at once in the other.
+    httpx.patch(f"{a}/api/v1/instance/settings/ACCESS", json={"disallowPublicVisibility": True}, headers=auth)
+    denied = httpx.post(f"{b}/api/v1/memos", json={"content": "x", "visibility": "PUBLIC"}, headers=auth)
+    assert denied.status_code == 403
+    # Failed sign-ins are counted across processes.
+    bad = {"passwordCredentials": {"username": "alice", "password": "wrong-password"}}
+    for i in range(10):
+        assert httpx.post(f"{(a, b)[i % 2]}/api/v1/auth/signin", json=bad).status_code == 401
+    assert httpx.post(f"{a}/api/v1/auth/signin", json=creds).status_code == 429
+    # Sign-out on one process revokes the token on the other.
+    assert httpx.post(f"{b}/api/v1/auth/signout", headers=auth).status_code == 200
+    assert httpx.get(f"{a}/api/v1/auth/me", headers=auth).status_code == 401
