@@ -20,6 +20,7 @@ from litestar.exceptions import (
     NotFoundException,
     ValidationException,
 )
+from sqlalchemy.exc import DBAPIError
 
 log = structlog.get_logger("daybook.errors")
 
@@ -123,6 +124,14 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
     return response
 
 
+def database_error_handler(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[Any]:
+    """A regex that RE2 accepted but PostgreSQL's engine rejects is the user's
+    input, not our failure: 400. Every other database error stays a 500."""
+    if "invalid regular expression" in str(exc.orig).lower():
+        return _body(400, 3, "filter: invalid regular expression for this database")
+    return internal_error_handler(request, exc)
+
+
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     log.error("internal error", path=request.url.path, exc_info=exc)
     return _body(500, 13, "internal error")
@@ -132,5 +141,6 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     DaybookError: daybook_error_handler,
     ValidationException: validation_error_handler,
     HTTPException: http_error_handler,
+    DBAPIError: database_error_handler,
     Exception: internal_error_handler,
 }

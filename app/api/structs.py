@@ -24,7 +24,27 @@ class Out(msgspec.Struct, rename="camel", omit_defaults=False):
 
 
 class In(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
-    """Base of request bodies."""
+    """Base of request bodies.
+
+    NUL characters are refused in every string: PostgreSQL cannot store them
+    in text, and a body that one dialect accepts and the other fails on
+    would be a 500 on PostgreSQL only.
+    """
+
+    def __post_init__(self) -> None:
+        for field in self.__struct_fields__:
+            if _has_nul(getattr(self, field)):
+                raise ValueError(f"{field}: NUL characters are not allowed")
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def rfc3339(ts: int) -> str:
@@ -50,7 +70,7 @@ def resource_id(name: str, collection: str, *, field: str = "name") -> str:
     """``memos/abc`` or ``abc`` → ``abc`` for the given collection."""
     prefix = collection + "/"
     value = name[len(prefix) :] if name.startswith(prefix) else name
-    if "/" in value or not value:
+    if "/" in value or not value or any(ord(c) < 0x20 for c in value):
         raise InvalidArgument(f"{field}: {name!r} is not a {collection} name")
     return value
 

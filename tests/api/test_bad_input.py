@@ -121,3 +121,13 @@ async def test_page_size_bounds(alice: Actor) -> None:
     assert len((await alice.get("/api/v1/memos?pageSize=-5")).json()["memos"]) == 3
     r = await alice.get("/api/v1/memos?pageSize=99999999999999")
     assert r.status_code == 400
+
+
+async def test_nul_characters_are_refused_on_both_dialects(alice: Actor, database_url: str) -> None:
+    r = await alice.post("/api/v1/memos", json={"content": "a\u0000b"})
+    assert r.status_code == 400 and "NUL" in r.json()["message"]
+    r = await alice.patch("/api/v1/users/alice", json={"nickname": "x\u0000"})
+    assert r.status_code == 400
+    r = await alice.get("/api/v1/users/a%00b")
+    assert r.status_code == 400
+    assert await memo_count(database_url) == 0
