@@ -127,7 +127,7 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
         engine = create_engine(settings.database_url)
         try:
             current = await m.current_revision(engine)
-            if revision == "head" or current is None:
+            if _is_upgrade(current, revision):
                 await m.upgrade(engine, revision)
             else:
                 await m.downgrade(engine, revision)
@@ -135,7 +135,30 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
         finally:
             await engine.dispose()
 
-    click.echo(f"database at revision {asyncio.run(run())}")
+    from alembic.util import CommandError
+
+    try:
+        reached = asyncio.run(run())
+    except CommandError as exc:  # an unknown or unreachable revision
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"database at revision {reached}")
+
+
+def _is_upgrade(current: str | None, target: str) -> bool:
+    """Whether going from ``current`` to ``target`` is an upgrade (Alembic needs the direction)."""
+    from alembic.script import ScriptDirectory
+
+    from app.db.migrate import alembic_config
+
+    if current is None or target in ("head", "heads") or target.startswith("+"):
+        return True
+    if target == "base" or target.startswith("-"):
+        return False
+    scripts = ScriptDirectory.from_config(alembic_config())
+    wanted = scripts.get_revision(target)  # CommandError when unknown
+    if wanted is None or wanted.revision == current:
+        return False
+    return current in {r.revision for r in scripts.iterate_revisions(wanted.revision, "base")}
 
 
 @main.group()

@@ -16,20 +16,29 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
 from app.auth.routes import AuthController
+from app.comments.routes import CommentController
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.deps import provide_access, provide_caller, provide_db, provide_now, provide_settings
 from app.errors import EXCEPTION_HANDLERS
+from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.logs import configure_logging, request_logging_middleware
 from app.memos.routes import MemoController
+from app.reactions.routes import ReactionController
+from app.relations.routes import RelationController
 from app.settings import Settings
+from app.shares.routes import MemoShareController, SharedMemoController
+from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
 from app.users.routes import UserController
+from app.views.routes import MemoViewController
+from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
 # `.../alice/:getStats`, because a path parameter cannot share a segment with
@@ -85,7 +94,19 @@ def create_app(settings: Settings) -> Litestar:
             UserController,
             TokenController,
             MemoController,
+            CommentController,
+            RelationController,
+            ReactionController,
+            AttachmentController,
+            MemoAttachmentController,
+            FileController,
+            MemoShareController,
+            SharedMemoController,
+            FeedController,
             InstanceController,
+            MemoViewController,
+            SpaceController,
+            *WEB_HANDLERS,  # last: the SPA fallback never shadows the API
         ],
         dependencies={
             "db": Provide(provide_db),

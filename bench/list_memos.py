@@ -164,8 +164,9 @@ async def walk_to(client: AsyncTestClient[Any], headers: dict[str, str], page: i
     """Follow ``nextPageToken`` from the first page; returns the token of ``page``."""
     token = ""
     for _ in range(page - 1):
-        response = await client.get("/api/v1/memos", params={"pageSize": PAGE_SIZE,
-                                                             "pageToken": token}, headers=headers)
+        response = await client.get(
+            "/api/v1/memos", params={"pageSize": PAGE_SIZE, "pageToken": token}, headers=headers
+        )
         response.raise_for_status()
         token = response.json()["nextPageToken"]
         if not token:
@@ -175,8 +176,9 @@ async def walk_to(client: AsyncTestClient[Any], headers: dict[str, str], page: i
 
 async def same_rows(engine: AsyncEngine, caller: Caller, shape: Shape) -> bool:
     """Our keyset page and Memos' OFFSET page hold the same memos (the audiences agree)."""
-    query = ListQuery(caller=caller, mode=AccessMode.PRIVATE, page_size=PAGE_SIZE,
-                      page_token=shape.token)
+    query = ListQuery(
+        caller=caller, mode=AccessMode.PRIVATE, page_size=PAGE_SIZE, page_token=shape.token
+    )
     async with engine.connect() as conn:
         ours, _ = await list_memos(conn, query, SECRET)
         theirs_query = memos_query(memo_baseline, caller.user_id, shape.offset)
@@ -263,27 +265,44 @@ async def run(opts: Options) -> dict[str, Any]:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-async def measure_all(db: BenchDatabase, opts: Options, report: SeedReport,
-                      workdir: Path) -> dict[str, Any]:
+async def measure_all(
+    db: BenchDatabase, opts: Options, report: SeedReport, workdir: Path
+) -> dict[str, Any]:
     engine = create_engine(db.url)
     baseline_s = await create_baseline(engine)
     step(f"memo_baseline copy: {baseline_s:.1f}s")
-    caller = Caller(user_id=report.measured_user_id, username=report.measured_username,
-                    role="USER", credential=Credential.ACCESS_TOKEN, session_id=1)
+    caller = Caller(
+        user_id=report.measured_user_id,
+        username=report.measured_username,
+        role="USER",
+        credential=Credential.ACCESS_TOKEN,
+        session_id=1,
+    )
     headers = {"Authorization": f"Bearer {report.token}"}
-    settings = Settings(data_dir=workdir / "data", database_url=db.url, migrate_on_start=False,
-                        secret=SECRET, log_format="json")
+    settings = Settings(
+        data_dir=workdir / "data",
+        database_url=db.url,
+        migrate_on_start=False,
+        secret=SECRET,
+        log_format="json",
+    )
     app = create_app(settings)
     configure_logging("json", logging.WARNING)  # no per-request log lines
     results: dict[str, Any] = {}
     try:
         async with AsyncTestClient(app=app, timeout=600) as client:
-            shapes = [Shape("first page", 0, None),
-                      Shape(f"page {DEEP_PAGE}", (DEEP_PAGE - 1) * PAGE_SIZE,
-                            await walk_to(client, headers, DEEP_PAGE))]
+            shapes = [
+                Shape("first page", 0, None),
+                Shape(
+                    f"page {DEEP_PAGE}",
+                    (DEEP_PAGE - 1) * PAGE_SIZE,
+                    await walk_to(client, headers, DEEP_PAGE),
+                ),
+            ]
             for shape in shapes:
-                results[shape.name] = await measure_shape(engine, client, headers, caller,
-                                                          shape, opts)
+                results[shape.name] = await measure_shape(
+                    engine, client, headers, caller, shape, opts
+                )
             if opts.profile:
                 await profile(client, headers, shapes)
             creates = await measure_creates(client, headers, opts.creates)
@@ -292,33 +311,47 @@ async def measure_all(db: BenchDatabase, opts: Options, report: SeedReport,
     return document(db, opts, report, baseline_s, results, creates)
 
 
-async def measure_shape(engine: AsyncEngine, client: AsyncTestClient[Any],
-                        headers: dict[str, str], caller: Caller, shape: Shape,
-                        opts: Options) -> dict[str, Any]:
+async def measure_shape(
+    engine: AsyncEngine,
+    client: AsyncTestClient[Any],
+    headers: dict[str, str],
+    caller: Caller,
+    shape: Shape,
+    opts: Options,
+) -> dict[str, Any]:
     n, w = opts.requests, opts.warmup
     label = shape.name
-    out: dict[str, Any] = {"offset": shape.offset,
-                           "same_rows": await same_rows(engine, caller, shape)}
-    out["ours_http"] = await measure(http_call(client, headers, shape.token),
-                                     label=f"{label}: ours HTTP", requests=n, warmup=w)
-    out["ours_sql"] = await measure(ours_sql_call(engine, caller, shape.token),
-                                    label=f"{label}: ours SQL", requests=n, warmup=w)
+    out: dict[str, Any] = {
+        "offset": shape.offset,
+        "same_rows": await same_rows(engine, caller, shape),
+    }
+    out["ours_http"] = await measure(
+        http_call(client, headers, shape.token), label=f"{label}: ours HTTP", requests=n, warmup=w
+    )
+    out["ours_sql"] = await measure(
+        ours_sql_call(engine, caller, shape.token), label=f"{label}: ours SQL", requests=n, warmup=w
+    )
     out["memos_sql"] = await measure(
         memos_sql_call(engine, memo_baseline, caller.user_id, shape.offset),
-        label=f"{label}: Memos SQL", requests=n, warmup=min(w, 3),
+        label=f"{label}: Memos SQL",
+        requests=n,
+        warmup=min(w, 3),
         budget_s=opts.baseline_budget_s,
     )
     out["memos_on_our_indexes_sql"] = await measure(
         memos_sql_call(engine, memo, caller.user_id, shape.offset),
-        label=f"{label}: Memos shape, our indexes", requests=n, warmup=min(w, 3),
+        label=f"{label}: Memos shape, our indexes",
+        requests=n,
+        warmup=min(w, 3),
         budget_s=opts.baseline_budget_s,
     )
     out["plans"] = await plans(engine, caller, shape)
     return {k: v.as_dict() if isinstance(v, Stats) else v for k, v in out.items()}
 
 
-async def profile(client: AsyncTestClient[Any], headers: dict[str, str],
-                  shapes: list[Shape]) -> None:
+async def profile(
+    client: AsyncTestClient[Any], headers: dict[str, str], shapes: list[Shape]
+) -> None:
     """cProfile of 200 HTTP list requests per shape, top functions by cumulative time."""
     import cProfile
     import io
@@ -339,8 +372,14 @@ async def profile(client: AsyncTestClient[Any], headers: dict[str, str],
 # --- output ---------------------------------------------------------------------------------
 
 
-def document(db: BenchDatabase, opts: Options, report: SeedReport, baseline_s: float,
-             results: dict[str, Any], creates: Stats) -> dict[str, Any]:
+def document(
+    db: BenchDatabase,
+    opts: Options,
+    report: SeedReport,
+    baseline_s: float,
+    results: dict[str, Any],
+    creates: Stats,
+) -> dict[str, Any]:
     return {
         "benchmark": "list_memos",
         "dialect": db.dialect,
@@ -352,8 +391,11 @@ def document(db: BenchDatabase, opts: Options, report: SeedReport, baseline_s: f
         "warmup": opts.warmup,
         "seed": opts.seed,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "seeding": {**report.as_dict(), "baseline_copy_s": round(baseline_s, 2)},
         "shapes": results,
@@ -368,22 +410,40 @@ def _stats(doc: dict[str, Any], shape: str, key: str) -> Stats:
 
 def render(doc: dict[str, Any]) -> str:
     """The README table for one run."""
-    headers = ["shape", "ours p50 / p95 (HTTP)", "ours p50 / p95 (SQL)", "Memos p50 / p95 (SQL)",
-               "Memos ÷ ours (SQL p50)", "Memos SQL ÷ ours HTTP (p50)",
-               "Memos shape on our indexes (SQL)", "ours HTTP req/s"]
+    headers = [
+        "shape",
+        "ours p50 / p95 (HTTP)",
+        "ours p50 / p95 (SQL)",
+        "Memos p50 / p95 (SQL)",
+        "Memos ÷ ours (SQL p50)",
+        "Memos SQL ÷ ours HTTP (p50)",
+        "Memos shape on our indexes (SQL)",
+        "ours HTTP req/s",
+    ]
     rows = []
     for shape in doc["shapes"]:
         http, sql = _stats(doc, shape, "ours_http"), _stats(doc, shape, "ours_sql")
         base = _stats(doc, shape, "memos_sql")
         indexed = _stats(doc, shape, "memos_on_our_indexes_sql")
-        rows.append([shape, http.cell(), sql.cell(), base.cell() + _n(base, doc),
-                     ratio(base.p50_ms, sql.p50_ms), ratio(base.p50_ms, http.p50_ms),
-                     indexed.cell() + _n(indexed, doc), f"{http.per_second:,.0f}"])
+        rows.append(
+            [
+                shape,
+                http.cell(),
+                sql.cell(),
+                base.cell() + _n(base, doc),
+                ratio(base.p50_ms, sql.p50_ms),
+                ratio(base.p50_ms, http.p50_ms),
+                indexed.cell() + _n(indexed, doc),
+                f"{http.per_second:,.0f}",
+            ]
+        )
     create = Stats(**doc["create"])
     seeding = doc["seeding"]
-    title = (f"**list_memos — {doc['dialect']} {doc['server_version']}, {doc['memos']:,} memos, "
-             f"{doc['users']:,} users, pageSize {doc['page_size']}** "
-             f"(n = {doc['requests']} timed requests per cell after {doc['warmup']} warm-up)")
+    title = (
+        f"**list_memos — {doc['dialect']} {doc['server_version']}, {doc['memos']:,} memos, "
+        f"{doc['users']:,} users, pageSize {doc['page_size']}** "
+        f"(n = {doc['requests']} timed requests per cell after {doc['warmup']} warm-up)"
+    )
     footer = (
         f"Create (`POST /api/v1/memos`, sequential): {create.per_second:,.0f} memos/s, "
         f"p50 / p95 {create.cell()} (n = {create.n}).  \n"
@@ -404,8 +464,10 @@ def verdict(doc: dict[str, Any]) -> list[str]:
         http = _stats(doc, shape, "ours_http")
         ok = "meets" if http.p95_ms < TARGET_P95_MS else "MISSES"
         same = doc["shapes"][shape]["same_rows"]
-        lines.append(f"- {shape}: HTTP p95 {fmt_ms(http.p95_ms)} {ok} the {TARGET_P95_MS:.0f} ms "
-                     f"target; same memos as Memos' OFFSET page: {same}")
+        lines.append(
+            f"- {shape}: HTTP p95 {fmt_ms(http.p95_ms)} {ok} the {TARGET_P95_MS:.0f} ms "
+            f"target; same memos as Memos' OFFSET page: {same}"
+        )
     return lines
 
 
@@ -417,22 +479,39 @@ def write(doc: dict[str, Any]) -> Path:
 
 
 def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="python -m bench.list_memos", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m bench.list_memos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
     p.add_argument("--memos", type=int, default=100_000)
     p.add_argument("--users", type=int, default=1_000)
     p.add_argument("--requests", type=int, default=200, help="timed requests per cell")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--creates", type=int, default=500)
-    p.add_argument("--baseline-budget", type=float, default=120.0,
-                   help="seconds per Memos-shape cell before stopping early (min 20 requests)")
+    p.add_argument(
+        "--baseline-budget",
+        type=float,
+        default=120.0,
+        help="seconds per Memos-shape cell before stopping early (min 20 requests)",
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--profile", action="store_true", help="print a cProfile of the HTTP lists")
     p.add_argument("--keep", action="store_true", help="keep the temporary database directory")
     a = p.parse_args(argv)
-    return Options(a.dialect, a.memos, a.users, a.requests, a.warmup, a.creates,
-                   a.baseline_budget, a.seed, a.profile, a.keep)
+    return Options(
+        a.dialect,
+        a.memos,
+        a.users,
+        a.requests,
+        a.warmup,
+        a.creates,
+        a.baseline_budget,
+        a.seed,
+        a.profile,
+        a.keep,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

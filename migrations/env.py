@@ -56,7 +56,5 @@ def run_migrations_online() -> None:
 
 
 if context.is_offline_mode():
-    raise SystemExit(
-        "offline (SQL script) migrations are not supported; run `daybook migrate`"
-    )
+    raise SystemExit("offline (SQL script) migrations are not supported; run `daybook migrate`")
 run_migrations_online()

@@ -29,12 +29,26 @@ def free_port() -> int:
 
 def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    args = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data", str(data),
-            "--database-url", url]
+    args = [
+        sys.executable,
+        "-m",
+        "app.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--data",
+        str(data),
+        "--database-url",
+        url,
+    ]
     if not migrate:
         args.append("--no-migrate")
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "DAYBOOK_LOG_FORMAT": "json"})
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "DAYBOOK_LOG_FORMAT": "json"},
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -49,7 +63,9 @@ def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def two_servers(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[tuple[str, str]]:
+def two_servers(
+    request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> Iterator[tuple[str, str]]:
     chosen = request.config.getoption("--db") or ["sqlite", "postgresql"]
     if request.param not in chosen:
         pytest.skip(f"--db excludes {request.param}")
@@ -78,20 +94,33 @@ def two_servers(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Itera
 def test_state_is_shared_between_processes(two_servers: tuple[str, str]) -> None:
     a, b = two_servers
     creds = {"passwordCredentials": {"username": "alice", "password": "password-1"}}
-    assert httpx.post(f"{a}/api/v1/users", json={"username": "alice", "password": "password-1"}).status_code == 200
+    assert (
+        httpx.post(
+            f"{a}/api/v1/users", json={"username": "alice", "password": "password-1"}
+        ).status_code
+        == 200
+    )
     token = httpx.post(f"{a}/api/v1/auth/signin", json=creds).json()["accessToken"]
     auth = {"Authorization": f"Bearer {token}"}
     # A session made on one process works on the other; so does a memo.
     memo = httpx.post(f"{b}/api/v1/memos", json={"content": "from b"}, headers=auth).json()
-    assert [m["name"] for m in httpx.get(f"{a}/api/v1/memos", headers=auth).json()["memos"]] == [memo["name"]]
+    assert [m["name"] for m in httpx.get(f"{a}/api/v1/memos", headers=auth).json()["memos"]] == [
+        memo["name"]
+    ]
     # A page token minted by one process is accepted by the other.
     httpx.post(f"{a}/api/v1/memos", json={"content": "from a"}, headers=auth)
     page = httpx.get(f"{a}/api/v1/memos?pageSize=1", headers=auth).json()
     rest = httpx.get(f"{b}/api/v1/memos?pageSize=1&pageToken={page['nextPageToken']}", headers=auth)
     assert rest.status_code == 200 and rest.json()["memos"][0]["name"] == memo["name"]
     # Settings changed through one process apply at once in the other.
-    httpx.patch(f"{a}/api/v1/instance/settings/ACCESS", json={"disallowPublicVisibility": True}, headers=auth)
-    denied = httpx.post(f"{b}/api/v1/memos", json={"content": "x", "visibility": "PUBLIC"}, headers=auth)
+    httpx.patch(
+        f"{a}/api/v1/instance/settings/ACCESS",
+        json={"disallowPublicVisibility": True},
+        headers=auth,
+    )
+    denied = httpx.post(
+        f"{b}/api/v1/memos", json={"content": "x", "visibility": "PUBLIC"}, headers=auth
+    )
     assert denied.status_code == 403
     # Failed sign-ins are counted across processes.
     bad = {"passwordCredentials": {"username": "alice", "password": "wrong-password"}}

@@ -10,7 +10,12 @@ that must agree row for row:
   for point reads.
 
 Both start from "deny" and add allowing branches; an unknown visibility, a
-missing or deactivated creator, or an unknown caller matches no branch. The
+missing or deactivated creator, or an unknown caller matches no branch. For
+SPACE memos both consult the caller's space scope
+(:func:`app.access.scope.space_scope`: ``(space, path, level)`` rows of its
+ACTIVE memberships, clamped by a restricted key's declared spaces): the
+predicate as a subquery, the point read as a loaded
+:class:`~app.access.scope.SpaceScope`. A key's ceiling only ever removes rows. The
 write rule (:mod:`app.access.writes`) is likewise a pure decision over the
 caller and the memo's stored facts. Instance ADMIN is structural and grants
 no read or write of anyone's memos.
@@ -18,5 +23,16 @@ no read or write of anyone's memos.
 
 from app.access.audience import AccessMode, MemoFacts, audience_predicate, can_read
 from app.access.caller import Caller, Credential
+from app.access.scope import SpaceScope, load_scope, space_scope
 
-__all__ = ["AccessMode", "Caller", "Credential", "MemoFacts", "audience_predicate", "can_read"]
+__all__ = [
+    "AccessMode",
+    "Caller",
+    "Credential",
+    "MemoFacts",
+    "SpaceScope",
+    "audience_predicate",
+    "can_read",
+    "load_scope",
+    "space_scope",
+]

@@ -1,7 +1,16 @@
 """The memo read rule, as a SQL predicate and as a pure function.
 
-Sections 1 to 3 of ``access.md``. Spaces (SPACE visibility) deny until the
-spaces issue adds membership; the predicate already has that branch's shape.
+Sections 1 to 3 of ``access.md``. Two families of memos, never mixed:
+
+- personal memos (PRIVATE, PROTECTED, PUBLIC) have no space; a row that
+  names a space under one of these visibilities is corrupt and denies;
+- SPACE memos need a space, a tree path, and the caller's level there
+  (:mod:`app.access.scope`) to be at least READ. A missing space, a missing
+  path or a former member all deny, the author included.
+
+Both renderings take the caller's space scope from the same place: the
+predicate embeds :func:`app.access.scope.space_scope` as a subquery, and
+point reads load it into a :class:`~app.access.scope.SpaceScope` first.
 """
 
 from __future__ import annotations
@@ -13,9 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.caller import Caller
+from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, path_covers, space_scope
 from app.db.schema import memo, user_account
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
+PERSONAL_VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC")
 MEMO_STATES = ("NORMAL", "ARCHIVED")
 USER_STATES = ("NORMAL", "ARCHIVED")
 
@@ -49,15 +60,19 @@ def personal_reach(caller: Caller) -> str:
     return value if value in ("NONE", "OWN", "AUDIENCE") else "NONE"
 
 
-def _personal_reach_allows(caller: Caller, creator_id: int, space_id: int | None) -> bool:
-    if space_id is not None:
-        return True  # space memos are governed by the key's space ceilings
+def _personal_reach_allows(caller: Caller, creator_id: int) -> bool:
     reach = personal_reach(caller)
     return reach == "AUDIENCE" or (reach == "OWN" and creator_id == caller.user_id)
 
 
-def can_read(facts: MemoFacts, caller: Caller | None, mode: AccessMode) -> bool:
-    """The point-read decision; must agree with :func:`audience_predicate`."""
+def can_read(
+    facts: MemoFacts, caller: Caller | None, mode: AccessMode, scope: SpaceScope = EMPTY_SCOPE
+) -> bool:
+    """The point-read decision; must agree with :func:`audience_predicate`.
+
+    ``scope`` is the caller's space scope (``load_scope``); the default, empty,
+    denies every SPACE memo.
+    """
     if facts.creator_state not in USER_STATES:
         return False
     is_creator = caller is not None and caller.user_id == facts.creator_id
@@ -66,15 +81,22 @@ def can_read(facts: MemoFacts, caller: Caller | None, mode: AccessMode) -> bool:
             return False
     elif facts.state != "NORMAL":
         return False
-    if caller is not None and not _personal_reach_allows(caller, facts.creator_id, facts.space_id):
+    if facts.visibility == "SPACE":
+        return (
+            caller is not None
+            and facts.space_id is not None
+            and facts.tree is not None
+            and scope.level_at(facts.space_id, facts.tree) >= READ
+        )
+    if facts.visibility not in PERSONAL_VISIBILITIES or facts.space_id is not None:
+        return False  # unknown visibility, or a personal memo that names a space
+    if caller is not None and not _personal_reach_allows(caller, facts.creator_id):
         return False
     if facts.visibility == "PUBLIC":
         return caller is not None or mode is AccessMode.PUBLIC
     if facts.visibility == "PROTECTED":
         return caller is not None
-    if facts.visibility == "PRIVATE":
-        return is_creator
-    return False  # SPACE needs membership (spaces issue); anything else is unknown
+    return is_creator  # PRIVATE
 
 
 def audience_predicate(
@@ -89,15 +111,38 @@ def audience_predicate(
     creator_ok = sa.exists().where(
         user_account.c.id == m.creator_id, user_account.c.state.in_(USER_STATES)
     )
-    visible: ColumnElement[bool] = sa.false()
+    personal: ColumnElement[bool] = sa.false()
     if caller is not None:
-        visible = sa.or_(
-            visible,
+        personal = sa.or_(
+            personal,
             sa.and_(m.creator_id == caller.user_id, m.visibility == "PRIVATE"),
             m.visibility.in_(("PUBLIC", "PROTECTED")),
         )
+        reach = personal_reach(caller)
+        if reach == "NONE":
+            personal = sa.false()
+        elif reach == "OWN":
+            personal = sa.and_(personal, m.creator_id == caller.user_id)
     elif mode is AccessMode.PUBLIC:
-        visible = sa.or_(visible, m.visibility == "PUBLIC")
+        personal = sa.or_(personal, m.visibility == "PUBLIC")
+    visible: ColumnElement[bool] = sa.and_(personal, m.space_id.is_(None))
+    scope_query = space_scope(caller)
+    if scope_query is not None:
+        scope = scope_query.subquery("scope")
+        in_scope = sa.exists().where(
+            scope.c.space_id == m.space_id,
+            scope.c.level >= READ,
+            path_covers(scope.c.path, m.tree),
+        )
+        visible = sa.or_(
+            visible,
+            sa.and_(
+                m.visibility == "SPACE",
+                m.space_id.is_not(None),
+                m.tree.is_not(None),
+                in_scope,
+            ),
+        )
     if caller is not None:
         state_ok = sa.or_(
             m.state == "NORMAL",
@@ -105,12 +150,4 @@ def audience_predicate(
         )
     else:
         state_ok = m.state == "NORMAL"
-    if caller is not None:
-        reach = personal_reach(caller)
-        if reach == "NONE":
-            visible = sa.and_(visible, m.space_id.is_not(None))
-        elif reach == "OWN":
-            visible = sa.and_(
-                visible, sa.or_(m.space_id.is_not(None), m.creator_id == caller.user_id)
-            )
     return sa.and_(visible, state_ok, creator_ok)

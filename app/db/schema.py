@@ -124,6 +124,64 @@ memo = sa.Table(
     sa.Index("ix_memo_pinned_timeline", "state", "pinned", "created_ts", "id"),
     sa.Index("ix_memo_updated_timeline", "state", "updated_ts", "id"),
     sa.Index("ix_memo_parent", "parent_id", "created_ts"),
+    # A space's timeline (migration 0003).
+    sa.Index("ix_memo_space_timeline", "space_id", "state", "created_ts", "id"),
+)
+
+# A space: a shared area with a roster and a tree of paths (access.md section
+# 4). ``sqlite_autoincrement`` so an id is never reused: a memo still naming a
+# deleted space must never fall into a newer one.
+space = sa.Table(
+    "space",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uid", sa.String(36), nullable=False, unique=True),
+    sa.Column("title", sa.String(256), nullable=False),
+    sa.Column("description", sa.Text, nullable=False, server_default=""),
+    sa.Column("creator_id", sa.Integer, nullable=False),
+    # What a member gets on accepting an invitation, besides owner of its home.
+    sa.Column(
+        "default_member_grants",
+        sa.JSON,
+        nullable=False,
+        server_default=sa.text("""'[{"path": "share", "level": "WRITE"}]'"""),
+    ),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+space_member = sa.Table(
+    "space_member",
+    metadata,
+    sa.Column(
+        "space_id", sa.Integer, sa.ForeignKey("space.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("role", sa.String(16), nullable=False),  # ADMIN | USER (structural only)
+    sa.Column("state", sa.String(16), nullable=False),  # INVITED | ACTIVE
+    sa.Column("invited_by", sa.Integer, nullable=True),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    sa.PrimaryKeyConstraint("space_id", "user_id"),
+    # "the caller's ACTIVE spaces": the audience predicate's subquery.
+    sa.Index("ix_space_member_user_state", "user_id", "state"),
+)
+
+# Append-only log of structural actions. No foreign key to space: the log of
+# a deleted space survives it.
+space_event = sa.Table(
+    "space_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("space_id", sa.Integer, nullable=False),
+    sa.Column("actor_id", sa.Integer, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Index("ix_space_event_space", "space_id", "id"),
 )
 
 # Tags are stored with their ancestors (#a/b stores "a" and "a/b"), so that

@@ -1,8 +1,7 @@
 """Rows to Memo resources, loading a page's related rows in a few batched queries.
 
 Related objects follow the audience rule: a relation appears only when both
-ends are readable by the caller (the other end is checked with the same SQL
-predicate on an alias of ``memo``).
+ends are readable by the caller (:mod:`app.relations.visible`).
 """
 
 from __future__ import annotations
@@ -17,9 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller
+from app.access.paths import render_tree_path
+from app.access.scope import load_scope
 from app.api.structs import rfc3339
-from app.db.schema import attachment, memo, memo_relation, memo_tag, reaction, user_account
+from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
+from app.relations.visible import visible_relations
 
 
 def etag(row: Any) -> str:
@@ -96,8 +98,10 @@ async def present(
             )
         )
 
-    relations = await _relations(conn, ids, caller, mode)
-    parents = await _parent_names(conn, rows)
+    relations = await visible_relations(conn, ids, caller, mode)
+    parents = await _parent_names(conn, rows, caller, mode)
+    spaces = await _space_names(conn, rows, caller)
+    viewer = caller.user_id if caller else None
 
     out = []
     for r in rows:
@@ -135,55 +139,46 @@ async def present(
                 etag=etag(r),
                 parent=parents.get(r.id, msgspec.UNSET),
                 location=location,
+                space=spaces.get(r.space_id, msgspec.UNSET),
+                tree=render_tree_path(r.tree, viewer)
+                if r.space_id in spaces and r.tree is not None
+                else msgspec.UNSET,
             )
         )
     return out
 
 
-async def _parent_names(conn: AsyncConnection, rows: Sequence[Any]) -> dict[int, str]:
+async def _space_names(
+    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None
+) -> dict[int | None, str]:
+    """``spaces/{uid}`` of the page's spaces the caller is a member of (only members see it)."""
+    wanted = {r.space_id for r in rows if r.space_id is not None}
+    if not wanted or caller is None:
+        return {}
+    member_of = (await load_scope(conn, caller)).space_ids() & wanted
+    if not member_of:
+        return {}
+    found = await conn.execute(sa.select(space.c.id, space.c.uid).where(space.c.id.in_(member_of)))
+    return {int(i): f"spaces/{u}" for i, u in found.all()}
+
+
+async def _parent_names(
+    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+) -> dict[int, str]:
+    """Each comment's parent name, only where the caller can read the parent.
+
+    A readable comment on an unreadable parent must not carry that memo's name.
+    """
     parent_ids = {r.parent_id for r in rows if r.parent_id is not None}
     if not parent_ids:
         return {}
     names = dict(
         (
-            await conn.execute(sa.select(memo.c.id, memo.c.uid).where(memo.c.id.in_(parent_ids)))
+            await conn.execute(
+                sa.select(memo.c.id, memo.c.uid).where(
+                    memo.c.id.in_(parent_ids), audience_predicate(caller, mode)
+                )
+            )
         ).all()
     )
     return {r.id: f"memos/{names[r.parent_id]}" for r in rows if r.parent_id in names}
-
-
-async def _relations(
-    conn: AsyncConnection, ids: list[int], caller: Caller | None, mode: AccessMode
-) -> dict[int, list[schemas.Relation]]:
-    """Relations touching the page's memos whose *other* end the caller can read."""
-    src = memo.alias("src")
-    dst = memo.alias("dst")
-    query = (
-        sa.select(
-            memo_relation.c.memo_id,
-            memo_relation.c.related_memo_id,
-            memo_relation.c.type,
-            src.c.uid.label("src_uid"),
-            src.c.snippet.label("src_snippet"),
-            dst.c.uid.label("dst_uid"),
-            dst.c.snippet.label("dst_snippet"),
-        )
-        .join(src, src.c.id == memo_relation.c.memo_id)
-        .join(dst, dst.c.id == memo_relation.c.related_memo_id)
-        .where(
-            sa.or_(memo_relation.c.memo_id.in_(ids), memo_relation.c.related_memo_id.in_(ids)),
-            audience_predicate(caller, mode, src),
-            audience_predicate(caller, mode, dst),
-        )
-    )
-    result: dict[int, list[schemas.Relation]] = defaultdict(list)
-    wanted = set(ids)
-    for r in await conn.execute(query):
-        rel = schemas.Relation(
-            memo=schemas.RelatedMemo(name=f"memos/{r.src_uid}", snippet=r.src_snippet),
-            related_memo=schemas.RelatedMemo(name=f"memos/{r.dst_uid}", snippet=r.dst_snippet),
-            type=r.type,
-        )
-        for end in {r.memo_id, r.related_memo_id} & wanted:
-            result[end].append(rel)
-    return result

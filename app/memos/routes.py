@@ -19,6 +19,7 @@ from app.memos import schemas
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present
 from app.memos.query_filter import memo_filter_clause
+from app.memos.render import attach_html
 from app.memos.service import (
     WriteContext,
     create_memo,
@@ -30,6 +31,10 @@ from app.memos.service import (
 from app.settings import Settings
 
 MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
+View = Annotated[
+    str | None,
+    Parameter(query="view", max_length=16, description="`html` adds contentHtml (safe HTML)"),
+]
 
 
 async def _one(
@@ -60,6 +65,7 @@ class MemoController(Controller):
         filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
         memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
+        view: View = None,
     ) -> schemas.ListMemosResponse:
         if caller is None and access.access_mode.value == "PRIVATE":
             raise Unauthenticated("sign in to list memos on this instance")
@@ -77,9 +83,10 @@ class MemoController(Controller):
             page_token=page_token or None,
         )
         rows, token = await list_memos(db, query, settings.secret)
-        return schemas.ListMemosResponse(
-            memos=await present(db, rows, caller, access.access_mode), next_page_token=token
-        )
+        memos = await present(db, rows, caller, access.access_mode)
+        if view == "html":
+            attach_html(memos)
+        return schemas.ListMemosResponse(memos=memos, next_page_token=token)
 
     @post(
         "",
@@ -102,11 +109,18 @@ class MemoController(Controller):
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
     async def get_memo(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoId
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        memo: MemoId,
+        view: View = None,
     ) -> Response[schemas.Memo]:
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
         row = await load_for_read(db, uid, caller, access.access_mode)
         out = (await present(db, [row], caller, access.access_mode))[0]
+        if view == "html":
+            attach_html([out])
         return Response(out, headers={"ETag": out.etag})
 
     @patch(

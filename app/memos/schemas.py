@@ -86,6 +86,8 @@ class Memo(Out):
     location: Location | msgspec.UnsetType = msgspec.UNSET
     space: str | msgspec.UnsetType = msgspec.UNSET
     tree: str | msgspec.UnsetType = msgspec.UNSET
+    # Only with ?view=html (the web client's opt-in): safe HTML, see render.py.
+    content_html: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class MemoIn(In):

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode, MemoFacts, can_read
 from app.access.caller import Caller, Credential
+from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
 from app.access.writes import can_write_memo, key_may_write
 from app.api.structs import parse_time, valid_uid
 from app.db.schema import memo, memo_event, memo_tag, user_account
@@ -32,6 +33,7 @@ from app.errors import (
 )
 from app.instance.store import AccessSettings
 from app.memos.markdown import derive
+from app.memos.placement import place_moved, place_new, refuse_if_shared
 from app.memos.schemas import MemoIn
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
@@ -54,6 +56,8 @@ UPDATE_PATHS = {
 TRACKED = (
     "content",
     "visibility",
+    "space_id",
+    "tree",
     "state",
     "pinned",
     "created_ts",
@@ -92,10 +96,6 @@ def _content_columns(content: str, limit: int) -> dict[str, Any]:
 def _visibility(value: str, access: AccessSettings) -> str:
     if value not in VISIBILITIES:
         raise InvalidArgument(f"visibility: {value!r} is not one of {', '.join(VISIBILITIES)}")
-    if value == "SPACE":
-        raise InvalidArgument(
-            "visibility: SPACE memos need a space, and spaces are not enabled yet"
-        )
     if value == "PUBLIC" and access.disallow_public_visibility:
         raise PermissionDenied("visibility: PUBLIC is disallowed on this instance")
     return value
@@ -169,9 +169,12 @@ async def create_memo(
         data.content if isinstance(data.content, str) else "", ctx.access.content_length_limit
     )
     tags = values.pop("_tags")
-    visibility = _visibility(
-        data.visibility if isinstance(data.visibility, str) else "PRIVATE", ctx.access
-    )
+    if isinstance(data.visibility, str):
+        _visibility(data.visibility, ctx.access)
+    in_space = isinstance(data.space, str) and data.space != ""
+    scope = await load_scope(conn, ctx.caller) if in_space else EMPTY_SCOPE
+    placed = await place_new(conn, ctx.caller, data, scope)
+    visibility = _visibility(placed.visibility, ctx.access)
     # Importers set the times; an imported memo's update time defaults to its creation.
     created = ctx.now
     if isinstance(data.create_time, str):
@@ -185,6 +188,8 @@ async def create_memo(
         uid=uid,
         creator_id=ctx.caller.user_id,
         visibility=visibility,
+        space_id=placed.space_id,
+        tree=placed.tree,
         state=_state(data.state) if isinstance(data.state, str) else "NORMAL",
         pinned=data.pinned if isinstance(data.pinned, bool) else False,
         created_ts=created,
@@ -227,11 +232,30 @@ async def load_for_read(
             space_id=row.space_id,
             tree=row.tree,
         )
-        if can_read(facts, caller, mode):
+        scope = await _scope_of(conn, caller, row.space_id)
+        if can_read(facts, caller, mode, scope):
             return row
         if caller is None and can_read(facts, _ANY_USER, mode):
             raise Unauthenticated("sign in to read this memo")
     raise NotFound(f"memo {uid!r} not found")
+
+
+async def _scope_of(
+    conn: AsyncConnection, caller: Caller | None, space_id: int | None
+) -> SpaceScope:
+    """The caller's scope in one memo's space (empty for personal memos)."""
+    if caller is None or space_id is None:
+        return EMPTY_SCOPE
+    return await load_scope(conn, caller, space_id)
+
+
+def _may_write(caller: Caller, row: Any, scope: SpaceScope) -> bool:
+    return can_write_memo(caller, row.creator_id, row.visibility, row.space_id, row.tree, scope)
+
+
+async def may_write(conn: AsyncConnection, caller: Caller, row: Any) -> bool:
+    """The write rule for a loaded memo row, with the caller's scope in its space."""
+    return _may_write(caller, row, await _scope_of(conn, caller, row.space_id))
 
 
 # A stand-in signed-in user who created nothing: used only to decide whether an
@@ -279,7 +303,13 @@ async def update_memo(
 ) -> None:
     from app.memos.present import etag
 
-    if not can_write_memo(ctx.caller, row.creator_id, row.visibility):
+    moving = bool(paths & {"visibility", "space", "tree"})
+    scope = (
+        await load_scope(conn, ctx.caller)
+        if moving
+        else await _scope_of(conn, ctx.caller, row.space_id)
+    )
+    if not _may_write(ctx.caller, row, scope):
         if not key_may_write(ctx.caller):
             raise PermissionDenied("this access token is read-only")
         raise PermissionDenied(f"memo {row.uid!r}: only its creator can change it")
@@ -299,7 +329,14 @@ async def update_memo(
         tags = cols.pop("_tags")
         values.update(cols)
     if "visibility" in paths:
-        values["visibility"] = _visibility(need("visibility"), ctx.access)
+        _visibility(need("visibility"), ctx.access)
+    placed = await place_moved(conn, ctx.caller, row, data, paths, scope)
+    if placed is not None:
+        values["visibility"] = _visibility(placed.visibility, ctx.access)
+        values["space_id"] = placed.space_id
+        values["tree"] = placed.tree
+        if placed.visibility == "SPACE" and row.visibility != "SPACE":
+            await refuse_if_shared(conn, row.id, ctx.now)
     if "pinned" in paths:
         values["pinned"] = bool(need("pinned"))
     if "state" in paths:
@@ -313,8 +350,6 @@ async def update_memo(
         values.update(
             _location(None if isinstance(data.location, msgspec.UnsetType) else data.location)
         )
-    if "space" in paths or "tree" in paths:
-        raise InvalidArgument("space/tree: spaces are not enabled yet")
 
     changed = {k: v for k, v in values.items() if getattr(row, k) != v}
     if not changed:
@@ -336,7 +371,7 @@ async def update_memo(
 
 
 async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
-    if not can_write_memo(ctx.caller, row.creator_id, row.visibility):
+    if not _may_write(ctx.caller, row, await _scope_of(conn, ctx.caller, row.space_id)):
         if not key_may_write(ctx.caller):
             raise PermissionDenied("this access token is read-only")
         raise PermissionDenied(f"memo {row.uid!r}: only its creator can delete it")

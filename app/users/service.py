@@ -22,6 +22,7 @@ from app.errors import (
     PermissionDenied,
 )
 from app.instance.store import AccessSettings
+from app.spaces.service import refuse_if_last_space_admin
 from app.users.schemas import UserIn
 
 ROLES = ("ADMIN", "USER")
@@ -203,6 +204,8 @@ async def update_user(
         and await _active_admins(conn) <= 1
     ):
         raise FailedPrecondition("the last active admin cannot be demoted or archived")
+    if values.get("state") == "ARCHIVED" and target.state != "ARCHIVED":
+        await refuse_if_last_space_admin(conn, target.id, "be archived")
     if not values:
         return target
     values["updated_ts"] = now
@@ -224,4 +227,5 @@ async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> Non
         raise PermissionDenied("only an admin can delete users")
     if target.role == "ADMIN" and target.state == "NORMAL" and await _active_admins(conn) <= 1:
         raise FailedPrecondition("the last active admin cannot be deleted")
+    await refuse_if_last_space_admin(conn, target.id, "be deleted")
     await conn.execute(user_account.delete().where(user_account.c.id == target.id))

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -41,9 +40,7 @@ def upgrade() -> None:
         sa.Column("title", sa.Text(), server_default="", nullable=False),
         sa.Column("snippet", sa.Text(), server_default="", nullable=False),
         sa.Column("has_link", sa.Boolean(), server_default=sa.false(), nullable=False),
-        sa.Column(
-            "has_task_list", sa.Boolean(), server_default=sa.false(), nullable=False
-        ),
+        sa.Column("has_task_list", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("has_code", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column(
             "has_incomplete_tasks",
@@ -68,17 +65,13 @@ def upgrade() -> None:
             ["creator_id", "state", "created_ts", "id"],
             unique=False,
         )
-        batch_op.create_index(
-            "ix_memo_parent", ["parent_id", "created_ts"], unique=False
-        )
+        batch_op.create_index("ix_memo_parent", ["parent_id", "created_ts"], unique=False)
         batch_op.create_index(
             "ix_memo_pinned_timeline",
             ["state", "pinned", "created_ts", "id"],
             unique=False,
         )
-        batch_op.create_index(
-            "ix_memo_timeline", ["state", "created_ts", "id"], unique=False
-        )
+        batch_op.create_index("ix_memo_timeline", ["state", "created_ts", "id"], unique=False)
         batch_op.create_index(
             "ix_memo_updated_timeline", ["state", "updated_ts", "id"], unique=False
         )
@@ -146,9 +139,7 @@ def upgrade() -> None:
         "access_token",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
-        sa.Column(
-            "description", sa.String(length=256), server_default="", nullable=False
-        ),
+        sa.Column("description", sa.String(length=256), server_default="", nullable=False),
         sa.Column("token_hash", sa.String(length=64), nullable=False),
         sa.Column("token_hint", sa.String(length=16), nullable=False),
         sa.Column("restriction", sa.JSON(), nullable=True),
@@ -165,9 +156,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("token_hash", name=op.f("uq_access_token_token_hash")),
     )
     with op.batch_alter_table("access_token", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_access_token_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_access_token_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "attachment",
@@ -196,9 +185,7 @@ def upgrade() -> None:
             ["creator_id", "created_ts"],
             unique=False,
         )
-        batch_op.create_index(
-            batch_op.f("ix_attachment_memo_id"), ["memo_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_attachment_memo_id"), ["memo_id"], unique=False)
 
     op.create_table(
         "auth_session",
@@ -219,9 +206,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("token_hash", name=op.f("uq_auth_session_token_hash")),
     )
     with op.batch_alter_table("auth_session", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_auth_session_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_auth_session_user_id"), ["user_id"], unique=False)
 
     op.create_table(
         "memo_relation",
@@ -245,9 +230,7 @@ def upgrade() -> None:
         ),
     )
     with op.batch_alter_table("memo_relation", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_memo_relation_related", ["related_memo_id"], unique=False
-        )
+        batch_op.create_index("ix_memo_relation_related", ["related_memo_id"], unique=False)
 
     op.create_table(
         "memo_share",
@@ -267,9 +250,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("token", name=op.f("uq_memo_share_token")),
     )
     with op.batch_alter_table("memo_share", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_memo_share_memo_id"), ["memo_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_memo_share_memo_id"), ["memo_id"], unique=False)
 
     op.create_table(
         "memo_tag",
@@ -325,9 +306,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_saved_view")),
     )
     with op.batch_alter_table("saved_view", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_saved_view_user_id"), ["user_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_saved_view_user_id"), ["user_id"], unique=False)
 
 
 def downgrade() -> None:

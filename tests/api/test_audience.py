@@ -61,7 +61,9 @@ async def test_admin_has_no_implicit_read(alice: Actor, bob: Actor) -> None:
     private = await bob.memo("bob diary", visibility="PRIVATE")
     assert (await alice.get(f"/api/v1/{private['name']}")).status_code == 404
     assert private["name"] not in await names(alice)
-    r = await alice.patch(f"/api/v1/{private['name']}?updateMask=content", json={"content": "admin edit"})
+    r = await alice.patch(
+        f"/api/v1/{private['name']}?updateMask=content", json={"content": "admin edit"}
+    )
     assert r.status_code == 404
 
 
@@ -75,7 +77,9 @@ async def test_anonymous_on_private_instance(client: AsyncTestClient[Any], alice
     assert (await client.get("/api/v1/users/alice:getStats")).status_code == 401
 
 
-async def test_anonymous_on_public_instance_sees_public_only(client: AsyncTestClient[Any], alice: Actor) -> None:
+async def test_anonymous_on_public_instance_sees_public_only(
+    client: AsyncTestClient[Any], alice: Actor
+) -> None:
     await alice.patch("/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC"})
     public = await alice.memo("hello world #pub", visibility="PUBLIC")
     await alice.memo("team #team", visibility="PROTECTED")
@@ -101,7 +105,9 @@ async def test_disallow_public_visibility_on_create_and_update(alice: Actor) -> 
     r = await alice.post("/api/v1/memos", json={"content": "x", "visibility": "PUBLIC"})
     assert r.status_code == 403
     m = await alice.memo("x", visibility="PRIVATE")
-    r = await alice.patch(f"/api/v1/{m['name']}?updateMask=visibility", json={"visibility": "PUBLIC"})
+    r = await alice.patch(
+        f"/api/v1/{m['name']}?updateMask=visibility", json={"visibility": "PUBLIC"}
+    )
     assert r.status_code == 403
     assert (await alice.get(f"/api/v1/{m['name']}")).json()["visibility"] == "PRIVATE"
 
@@ -126,8 +132,10 @@ async def test_pagination_with_hidden_memos_interleaved(alice: Actor, bob: Actor
 
 
 async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
-    r = await actor.post(f"/api/v1/users/{actor.username}/personalAccessTokens",
-                         json={"description": "agent", "restriction": restriction})
+    r = await actor.post(
+        f"/api/v1/users/{actor.username}/personalAccessTokens",
+        json={"description": "agent", "restriction": restriction},
+    )
     assert r.status_code == 200, r.text
     return {"Authorization": f"Bearer {r.json()['token']}"}
 
@@ -135,14 +143,20 @@ async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
 async def test_read_key_never_writes(client: AsyncTestClient[Any], alice: Actor) -> None:
     key = await restricted_key(alice, scope="READ", personal="OWN")
     mine = await alice.memo("mine")
-    assert (await client.post("/api/v1/memos", json={"content": "x"}, headers=key)).status_code == 403
-    r = await client.patch(f"/api/v1/{mine['name']}?updateMask=content", json={"content": "y"}, headers=key)
+    assert (
+        await client.post("/api/v1/memos", json={"content": "x"}, headers=key)
+    ).status_code == 403
+    r = await client.patch(
+        f"/api/v1/{mine['name']}?updateMask=content", json={"content": "y"}, headers=key
+    )
     assert r.status_code == 403
     assert (await client.delete(f"/api/v1/{mine['name']}", headers=key)).status_code == 403
     assert (await client.get(f"/api/v1/{mine['name']}", headers=key)).status_code == 200
 
 
-async def test_personal_reach_of_restricted_keys(client: AsyncTestClient[Any], alice: Actor, bob: Actor) -> None:
+async def test_personal_reach_of_restricted_keys(
+    client: AsyncTestClient[Any], alice: Actor, bob: Actor
+) -> None:
     own = await alice.memo("mine", visibility="PRIVATE")
     theirs = await bob.memo("bob public", visibility="PUBLIC")
     none_key = await restricted_key(alice, scope="READ", personal="NONE")
@@ -160,15 +174,23 @@ async def names_with(client: AsyncTestClient[Any], headers: dict[str, str]) -> s
     return {m["name"] for m in r.json()["memos"]}
 
 
-async def test_restricted_key_barred_from_management(client: AsyncTestClient[Any], alice: Actor) -> None:
+async def test_restricted_key_barred_from_management(
+    client: AsyncTestClient[Any], alice: Actor
+) -> None:
     key = await restricted_key(alice, scope="WRITE", personal="AUDIENCE")
-    assert (await client.get("/api/v1/users/alice/personalAccessTokens", headers=key)).status_code == 403
+    assert (
+        await client.get("/api/v1/users/alice/personalAccessTokens", headers=key)
+    ).status_code == 403
     assert (await client.get("/api/v1/instance/settings/ACCESS", headers=key)).status_code == 403
-    r = await client.patch("/api/v1/users/alice?updateMask=nickname", json={"nickname": "x"}, headers=key)
+    r = await client.patch(
+        "/api/v1/users/alice?updateMask=nickname", json={"nickname": "x"}, headers=key
+    )
     assert r.status_code == 403
 
 
 async def test_restriction_declaring_a_space_is_refused(alice: Actor) -> None:
-    r = await alice.post("/api/v1/users/alice/personalAccessTokens",
-                         json={"restriction": {"scope": "READ", "spaces": [{"space": "spaces/x"}]}})
+    r = await alice.post(
+        "/api/v1/users/alice/personalAccessTokens",
+        json={"restriction": {"scope": "READ", "spaces": [{"space": "spaces/x"}]}},
+    )
     assert r.status_code == 400

@@ -1,4 +1,3 @@
-# ruff: noqa: E501 - golden SQL is compared as one line per case
 """Golden SQL per dialect for each operator family.
 
 These pin the shapes that decide index use (trigram prefilter, tag

@@ -1,0 +1,1 @@
+"""Attachments: uploaded files, bound to a memo and then readable exactly as the memo is."""

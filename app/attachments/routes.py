@@ -1,0 +1,311 @@
+"""AttachmentService, the memo's attachment list, and the file download routes."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, Response, delete, get, patch, post
+from litestar.background_tasks import BackgroundTask
+from litestar.datastructures import UploadFile
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.paging import page_size as clamp_page_size
+from app.api.responses import errors
+from app.api.structs import In, Out
+from app.attachments import storage
+from app.attachments.metadata import file_headers
+from app.attachments.query_filter import attachment_filter_clause
+from app.attachments.service import (
+    NewAttachment,
+    TooLarge,
+    attachment_uid,
+    create_attachment,
+    delete_attachment,
+    list_own,
+    load_visible,
+    memo_attachments,
+    present,
+    set_memo_attachments,
+)
+from app.deps import requires_user
+from app.errors import InvalidArgument, NotFound
+from app.instance.store import AccessSettings
+from app.memos.lookup import MemoName, readable_memo
+from app.memos.schemas import AttachmentRef
+from app.settings import Settings
+
+AttachmentName = Annotated[str, Parameter(description="attachments/{id} or {id}", max_length=64)]
+
+
+class AttachmentIn(In):
+    filename: str = ""
+    type: str = ""
+    content: str = ""  # base64, as protobuf's JSON mapping of bytes
+    memo: str = ""
+    name: Any = msgspec.UNSET  # output-only, ignored
+    external_link: Any = msgspec.UNSET  # not supported: ignored
+
+
+class CreateAttachmentBody(AttachmentIn):
+    attachment: AttachmentIn | None = None  # also accept the wrapped form
+
+
+class ListAttachmentsResponse(Out):
+    attachments: list[AttachmentRef]
+    next_page_token: str = ""
+
+
+class NameIn(In):
+    name: str = ""
+
+
+class SetMemoAttachmentsRequest(In):
+    attachments: list[NameIn] = msgspec.field(default_factory=list)
+
+
+def _decode_base64(text: str, limit: int) -> bytes:
+    if len(text) > (limit // 3 + 1) * 4 + 8:
+        raise TooLarge(f"content: exceeds the attachment size limit of {limit} bytes")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidArgument("content: not valid base64") from None
+
+
+async def _read_upload(request: Request[Any, Any, Any], limit: int) -> tuple[NewAttachment, str]:
+    """The upload from a JSON body (base64 ``content``) or a multipart form (``file``)."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        form = await request.form()
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise InvalidArgument("file: a multipart upload needs a 'file' part")
+        data = await upload.read(limit + 1)
+        if len(data) > limit:
+            raise TooLarge(f"file: exceeds the attachment size limit of {limit} bytes")
+        filename = form.get("filename")
+        kind = form.get("type")
+        memo_name = form.get("memo")
+        return (
+            NewAttachment(
+                filename=filename if isinstance(filename, str) else (upload.filename or ""),
+                type=kind if isinstance(kind, str) else (upload.content_type or ""),
+                content=data,
+            ),
+            memo_name if isinstance(memo_name, str) else "",
+        )
+    try:
+        body = msgspec.json.decode(await request.body(), type=CreateAttachmentBody)
+    except msgspec.DecodeError as exc:
+        raise InvalidArgument(f"invalid JSON body: {exc}") from None
+    item: AttachmentIn = body.attachment or body
+    if not item.filename:
+        raise InvalidArgument("filename: required")
+    content = _decode_base64(item.content, limit)
+    return NewAttachment(filename=item.filename, type=item.type, content=content), item.memo
+
+
+class AttachmentController(Controller):
+    path = "/api/v1/attachments"
+    tags = ("AttachmentService",)
+
+    @post(
+        "",
+        operation_id="AttachmentService_CreateAttachment",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(409, 413),
+    )
+    async def create_attachment(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        attachment_id: Annotated[str | None, Parameter(query="attachmentId", max_length=64)] = None,
+    ) -> AttachmentRef:
+        limit = settings.attachment_size_limit
+        new, memo_name = await _read_upload(request, limit)
+        row = await create_attachment(
+            db,
+            caller,
+            access.access_mode,
+            new,
+            memo_name or None,
+            attachment_id or None,
+            limit,
+            settings.data_dir,
+            now,
+        )
+        return (await present(db, [row], caller, access.access_mode))[0]
+
+    @get(
+        "",
+        operation_id="AttachmentService_ListAttachments",
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def list_attachments(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+    ) -> ListAttachmentsResponse:
+        clause = attachment_filter_clause(filter, now=now, dialect_name=db.dialect.name)
+        rows, token = await list_own(
+            db,
+            caller,
+            access.access_mode,
+            filter,
+            clause,
+            clamp_page_size(page_size),
+            page_token or None,
+            settings.secret,
+        )
+        return ListAttachmentsResponse(
+            attachments=await present(db, rows, caller, access.access_mode),
+            next_page_token=token,
+        )
+
+    @get("/{attachment:str}", operation_id="AttachmentService_GetAttachment", responses=errors())
+    async def get_attachment(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        attachment: AttachmentName,
+    ) -> AttachmentRef:
+        row = await load_visible(db, attachment_uid(attachment), caller, access.access_mode)
+        return (await present(db, [row], caller, access.access_mode))[0]
+
+    @delete(
+        "/{attachment:str}",
+        operation_id="AttachmentService_DeleteAttachment",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def delete_attachment(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        attachment: AttachmentName,
+    ) -> Response[dict[str, Any]]:
+        uid = attachment_uid(attachment)
+        key = await delete_attachment(db, caller, access.access_mode, uid)
+        # The file goes after the response, i.e. after the transaction committed:
+        # a rolled-back delete never loses the bytes of a row that still exists.
+        return Response({}, background=BackgroundTask(storage.remove, settings.data_dir, key))
+
+
+class MemoAttachmentController(Controller):
+    path = "/api/v1/memos/{memo:str}/attachments"
+    tags = ("MemoService",)
+
+    @get("", operation_id="MemoService_ListMemoAttachments", responses=errors())
+    async def list_memo_attachments(
+        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoName
+    ) -> ListAttachmentsResponse:
+        row = await readable_memo(db, memo, caller, access.access_mode)
+        rows = await memo_attachments(db, row)
+        return ListAttachmentsResponse(
+            attachments=await present(db, rows, caller, access.access_mode)
+        )
+
+    @patch(
+        "",
+        operation_id="MemoService_SetMemoAttachments",
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def set_memo_attachments(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        memo: MemoName,
+        data: SetMemoAttachmentsRequest,
+    ) -> ListAttachmentsResponse:
+        row = await readable_memo(db, memo, caller, access.access_mode)
+        names = [a.name for a in data.attachments]
+        await set_memo_attachments(db, caller, access.access_mode, row, names)
+        rows = await memo_attachments(db, row)
+        return ListAttachmentsResponse(
+            attachments=await present(db, rows, caller, access.access_mode)
+        )
+
+
+async def _serve(
+    db: AsyncConnection,
+    caller: Caller | None,
+    access: AccessSettings,
+    settings: Settings,
+    uid: str,
+) -> Response[bytes]:
+    row = await load_visible(db, attachment_uid(uid), caller, access.access_mode)
+    data: bytes | None = row.blob
+    if row.storage_key is not None:
+        data = await storage.read_bytes(settings.data_dir, row.storage_key)
+    if data is None:
+        raise NotFound(f"attachment {row.uid!r}: file not found")
+    headers = file_headers(
+        row.mime_type,
+        row.filename,
+        row.memo_visibility,
+        access.access_mode.value == "PUBLIC",
+    )
+    # Litestar appends "; charset=utf-8" to any text/* media type itself.
+    media_type = headers.pop("Content-Type").split(";", 1)[0]
+    return Response(data, media_type=media_type, headers=headers)
+
+
+class FileController(Controller):
+    """``/file/attachments/{uid}[/{filename}]``: the bytes, under the attachment's read rule.
+
+    The filename segment is cosmetic (clients put it in links); the uid alone
+    selects the attachment.
+    """
+
+    path = "/file/attachments"
+    tags = ("FileService",)
+
+    @get("/{uid:str}", operation_id="FileService_GetAttachmentBinaryShort", responses=errors())
+    async def get_short(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        settings: Settings,
+        uid: Annotated[str, Parameter(max_length=64)],
+    ) -> Response[bytes]:
+        return await _serve(db, caller, access, settings, uid)
+
+    @get(
+        "/{uid:str}/{filename:str}",
+        operation_id="FileService_GetAttachmentBinary",
+        responses=errors(),
+    )
+    async def get_named(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        settings: Settings,
+        uid: Annotated[str, Parameter(max_length=64)],
+        filename: Annotated[str, Parameter(max_length=1024)],
+    ) -> Response[bytes]:
+        return await _serve(db, caller, access, settings, uid)

@@ -1,0 +1,276 @@
+"""Attachment rows: create, read, list the caller's own, delete, bind to a memo.
+
+Read: :func:`app.access.related.attachment_predicate` (bound → the memo's
+audience; unbound → its creator), for point reads and lists alike.
+Write: only the creator deletes an attachment or binds it, and binding also
+needs the right to write the memo, so nobody can attach someone else's file
+to their memo, or their file to someone else's memo. A denied write changes
+nothing: every check runs before the first statement that writes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.access.audience import AccessMode, audience_predicate
+from app.access.caller import Caller
+from app.access.related import attachment_predicate
+from app.access.writes import key_may_write
+from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.structs import resource_id, rfc3339, valid_uid
+from app.attachments import storage
+from app.attachments.metadata import clean_filename, mime_type
+from app.db.schema import attachment, memo
+from app.errors import AlreadyExists, DaybookError, InvalidArgument, NotFound, PermissionDenied
+from app.memos.lookup import readable_memo, require_writer
+from app.memos.schemas import AttachmentRef
+
+
+class TooLarge(DaybookError):
+    """413: the upload exceeds the instance's attachment size limit."""
+
+    status, grpc_code = 413, 3
+
+
+@dataclass(frozen=True, slots=True)
+class NewAttachment:
+    filename: str
+    type: str
+    content: bytes
+
+
+def attachment_uid(name: str) -> str:
+    return valid_uid(resource_id(name, "attachments", field="attachment"), field="attachment")
+
+
+async def present(
+    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+) -> list[AttachmentRef]:
+    """Rows to resources; ``memo`` is named only when the caller can read that memo."""
+    memo_ids = {r.memo_id for r in rows if r.memo_id is not None}
+    names: dict[int, str] = {}
+    if memo_ids:
+        names = dict(
+            (
+                await conn.execute(
+                    sa.select(memo.c.id, memo.c.uid).where(
+                        memo.c.id.in_(memo_ids), audience_predicate(caller, mode)
+                    )
+                )
+            ).all()
+        )
+    out = []
+    for r in rows:
+        ref = AttachmentRef(
+            name=f"attachments/{r.uid}",
+            filename=r.filename,
+            type=r.mime_type,
+            size=str(r.size),
+            create_time=rfc3339(r.created_ts),
+        )
+        if r.memo_id in names:
+            ref.memo = f"memos/{names[r.memo_id]}"
+        out.append(ref)
+    return out
+
+
+async def load_visible(
+    conn: AsyncConnection, uid: str, caller: Caller | None, mode: AccessMode
+) -> Any:
+    """The attachment row (with its memo's visibility) if readable, else 404."""
+    holder = memo.alias("holder")
+    row = (
+        await conn.execute(
+            sa.select(attachment, holder.c.visibility.label("memo_visibility"))
+            .outerjoin(holder, holder.c.id == attachment.c.memo_id)
+            .where(attachment.c.uid == uid, attachment_predicate(caller, mode))
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"attachment {uid!r} not found")
+    return row
+
+
+async def _writable_memo(conn: AsyncConnection, caller: Caller, mode: AccessMode, name: str) -> Any:
+    row = await readable_memo(conn, name, caller, mode)
+    require_writer(caller, row, "change its attachments")
+    return row
+
+
+async def create_attachment(
+    conn: AsyncConnection,
+    caller: Caller,
+    mode: AccessMode,
+    new: NewAttachment,
+    memo_name: str | None,
+    uid: str | None,
+    limit: int,
+    data_dir: Path,
+    now: int,
+) -> Any:
+    if not key_may_write(caller):
+        raise PermissionDenied("this access token is read-only")
+    if len(new.content) > limit:
+        raise TooLarge(f"content: {len(new.content)} bytes exceeds the limit of {limit} bytes")
+    filename = clean_filename(new.filename)
+    kind = mime_type(new.type, filename)
+    uid = valid_uid(uid, field="attachmentId") if uid else secrets.token_hex(11)
+    memo_id = None
+    if memo_name:
+        memo_id = (await _writable_memo(conn, caller, mode, memo_name)).id
+    if (
+        await conn.execute(sa.select(attachment.c.id).where(attachment.c.uid == uid))
+    ).first() is not None:
+        raise AlreadyExists(f"attachment {uid!r} already exists")
+    key = await storage.write_bytes(data_dir, new.content)
+    try:
+        new_id = (
+            await conn.execute(
+                attachment.insert()
+                .values(
+                    uid=uid,
+                    creator_id=caller.user_id,
+                    memo_id=memo_id,
+                    filename=filename,
+                    mime_type=kind,
+                    size=len(new.content),
+                    storage_key=key,
+                    created_ts=now,
+                )
+                .returning(attachment.c.id)
+            )
+        ).scalar_one()
+    except BaseException:
+        await storage.remove(data_dir, key)
+        raise
+    return (await conn.execute(sa.select(attachment).where(attachment.c.id == new_id))).one()
+
+
+_ORDER = (attachment.c.created_ts, attachment.c.id)
+
+
+async def list_own(
+    conn: AsyncConnection,
+    caller: Caller,
+    mode: AccessMode,
+    filter_text: str | None,
+    filter_clause: ColumnElement[bool] | None,
+    page_size: int,
+    page_token: str | None,
+    secret: str,
+) -> tuple[list[Any], str]:
+    """The caller's own attachments that it can read, newest first, keyset-paged."""
+    query_id = fingerprint("attachments", filter_text, caller.user_id)
+    conditions: list[ColumnElement[bool]] = [
+        attachment.c.creator_id == caller.user_id,
+        attachment_predicate(caller, mode),
+    ]
+    if filter_clause is not None:
+        conditions.append(filter_clause.self_group())
+    if page_token:
+        values = decode_token(secret, query_id, page_token)
+        if len(values) != 2 or not all(type(v) is int for v in values):
+            raise InvalidArgument("pageToken: invalid page token")
+        conditions.append(
+            sa.tuple_(*_ORDER)
+            < sa.tuple_(*[sa.literal(v, c.type) for c, v in zip(_ORDER, values, strict=True)])
+        )
+    stmt = (
+        sa.select(attachment)
+        .where(*conditions)
+        .order_by(*[c.desc() for c in _ORDER])
+        .limit(page_size + 1)
+    )
+    rows = list((await conn.execute(stmt)).all())
+    token = ""
+    if len(rows) > page_size:
+        rows = rows[:page_size]
+        token = encode_token(secret, query_id, [rows[-1].created_ts, rows[-1].id])
+    return rows, token
+
+
+async def delete_attachment(
+    conn: AsyncConnection, caller: Caller, mode: AccessMode, uid: str
+) -> str | None:
+    """Delete the caller's own attachment; returns its storage key for removal."""
+    row = await load_visible(conn, uid, caller, mode)
+    if not key_may_write(caller):
+        raise PermissionDenied("this access token is read-only")
+    if row.creator_id != caller.user_id:
+        raise PermissionDenied(f"attachment {uid!r}: only its creator can delete it")
+    await conn.execute(attachment.delete().where(attachment.c.id == row.id))
+    key: str | None = row.storage_key
+    return key
+
+
+async def memo_attachments(conn: AsyncConnection, memo_row: Any) -> list[Any]:
+    return list(
+        (
+            await conn.execute(
+                sa.select(attachment)
+                .where(attachment.c.memo_id == memo_row.id)
+                .order_by(attachment.c.created_ts, attachment.c.id)
+            )
+        ).all()
+    )
+
+
+async def set_memo_attachments(
+    conn: AsyncConnection, caller: Caller, mode: AccessMode, memo_row: Any, names: list[str]
+) -> None:
+    """Make ``names`` exactly the memo's attachments.
+
+    Every named attachment must be the caller's own (someone else's: 403 if
+    the caller can see it, else 404); one bound to another memo moves only if
+    the caller may write that memo too. Attachments dropped from the list are
+    unbound, not deleted, and only the caller's own can be dropped. All
+    checks run before any row changes.
+    """
+    require_writer(caller, memo_row, "change its attachments")
+    wanted: dict[int, None] = {}
+    for i, name in enumerate(names):
+        uid = attachment_uid(name)
+        row = (await conn.execute(sa.select(attachment).where(attachment.c.uid == uid))).first()
+        if row is None or row.creator_id != caller.user_id:
+            visible = (
+                row is not None
+                and (
+                    await conn.execute(
+                        sa.select(attachment.c.id).where(
+                            attachment.c.id == row.id, attachment_predicate(caller, mode)
+                        )
+                    )
+                ).first()
+            )
+            if visible:
+                raise PermissionDenied(
+                    f"attachments[{i}]: {name!r} belongs to another user and cannot be bound"
+                )
+            raise NotFound(f"attachments[{i}]: attachment {uid!r} not found")
+        if row.memo_id is not None and row.memo_id != memo_row.id:
+            other = (await conn.execute(sa.select(memo).where(memo.c.id == row.memo_id))).first()
+            if other is not None:
+                await _writable_memo(conn, caller, mode, other.uid)
+        wanted[row.id] = None
+    current = await memo_attachments(conn, memo_row)
+    dropped = [r for r in current if r.id not in wanted]
+    if any(r.creator_id != caller.user_id for r in dropped):
+        raise PermissionDenied("attachments: another user's attachment cannot be removed")
+    if dropped:
+        await conn.execute(
+            attachment.update()
+            .where(attachment.c.id.in_([r.id for r in dropped]))
+            .values(memo_id=None)
+        )
+    if wanted:
+        await conn.execute(
+            attachment.update().where(attachment.c.id.in_(list(wanted))).values(memo_id=memo_row.id)
+        )

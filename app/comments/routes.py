@@ -1,0 +1,94 @@
+"""MemoService_ListMemoComments / CreateMemoComment."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+import sqlalchemy as sa
+from litestar import Controller, get, post
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.paging import page_size as clamp_page_size
+from app.api.responses import errors
+from app.api.structs import Out
+from app.comments.service import create_comment, list_comments
+from app.db.schema import memo as memo_table
+from app.deps import requires_user
+from app.instance.store import AccessSettings
+from app.memos import schemas
+from app.memos.listing import ListQuery
+from app.memos.lookup import MemoName, readable_memo
+from app.memos.present import present
+from app.memos.query_filter import memo_filter_clause
+from app.memos.service import WriteContext
+from app.settings import Settings
+
+
+class ListMemoCommentsResponse(Out):
+    memos: list[schemas.Memo]
+    next_page_token: str = ""
+    total_size: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class CommentController(Controller):
+    path = "/api/v1/memos/{memo:str}/comments"
+    tags = ("MemoService",)
+
+    @get("", operation_id="MemoService_ListMemoComments", responses=errors())
+    async def list_comments(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        memo: MemoName,
+        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
+    ) -> ListMemoCommentsResponse:
+        parent = await readable_memo(db, memo, caller, access.access_mode)
+        query = ListQuery(
+            caller=caller,
+            mode=access.access_mode,
+            filter_text=filter,
+            filter_clause=memo_filter_clause(filter, now=now, dialect_name=db.dialect.name),
+            order_by=order_by or "create_time asc",
+            page_size=clamp_page_size(page_size),
+            page_token=page_token or None,
+            parent_id=parent.id,
+        )
+        rows, token, total = await list_comments(db, parent, query, settings.secret)
+        return ListMemoCommentsResponse(
+            memos=await present(db, rows, caller, access.access_mode),
+            next_page_token=token,
+            total_size=total,
+        )
+
+    @post(
+        "",
+        operation_id="MemoService_CreateMemoComment",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(409),
+    )
+    async def create_comment(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        now: int,
+        memo: MemoName,
+        data: schemas.MemoIn,
+        comment_id: Annotated[str | None, Parameter(query="commentId", max_length=64)] = None,
+        memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
+    ) -> schemas.Memo:
+        parent = await readable_memo(db, memo, caller, access.access_mode)
+        ctx = WriteContext(caller, access, now)
+        new_id = await create_comment(db, ctx, parent, data, comment_id or memo_id or None)
+        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        return (await present(db, [row], caller, access.access_mode))[0]

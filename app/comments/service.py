@@ -1,0 +1,59 @@
+"""Listing and creating the comments of a memo.
+
+A comment is an ordinary memo row with ``parent_id`` set and a COMMENT
+``memo_relation`` (comment → parent). Its audience is its own: the parent
+being readable is the door to the list, and then every comment passes the
+same audience predicate as any memo, in the same SQL statement, so a hidden
+comment neither appears nor counts. The COMMENT relation grants nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.access.audience import audience_predicate
+from app.db.schema import memo, memo_relation
+from app.errors import Conflict, InvalidArgument
+from app.memos.listing import ListQuery, list_memos
+from app.memos.schemas import MemoIn
+from app.memos.service import WriteContext, create_memo
+
+
+async def list_comments(
+    conn: AsyncConnection, parent: Any, q: ListQuery, secret: str
+) -> tuple[list[Any], str, int]:
+    """One page of ``parent``'s comments readable by ``q.caller``, and their total."""
+    rows, token = await list_memos(conn, q, secret)
+    conditions: list[ColumnElement[bool]] = [
+        memo.c.parent_id == parent.id,
+        memo.c.state == q.state,
+        audience_predicate(q.caller, q.mode),
+    ]
+    if q.filter_clause is not None:
+        conditions.append(q.filter_clause.self_group())
+    total = (await conn.execute(sa.select(sa.func.count()).where(*conditions))).scalar_one()
+    return rows, token, int(total)
+
+
+async def create_comment(
+    conn: AsyncConnection, ctx: WriteContext, parent: Any, data: MemoIn, uid: str | None
+) -> int:
+    """Create a comment on a readable ``parent``; its visibility defaults to PRIVATE.
+
+    Refused on an archived parent (409, as Memos does) and on a comment
+    (comments do not nest). The caller must already have passed the read
+    check on ``parent``.
+    """
+    if parent.state != "NORMAL":
+        raise Conflict(f"memo {parent.uid!r} is archived: it cannot be commented on")
+    if parent.parent_id is not None:
+        raise InvalidArgument(f"memo {parent.uid!r} is a comment: comments do not nest")
+    comment_id = await create_memo(conn, ctx, data, uid, parent_id=parent.id)
+    await conn.execute(
+        memo_relation.insert().values(memo_id=comment_id, related_memo_id=parent.id, type="COMMENT")
+    )
+    return comment_id

@@ -1,0 +1,1 @@
+"""RSS feeds of PUBLIC memos, on PUBLIC instances only."""

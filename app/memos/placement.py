@@ -1,0 +1,162 @@
+"""Where a memo lives: its visibility, space and tree path, on create and on move.
+
+The two families never mix: a personal memo (PRIVATE, PROTECTED, PUBLIC)
+has no space and no path; a SPACE memo has both, and the path is always
+named explicitly by the client (no silent default, ``access.md`` section 4).
+Naming a space implies SPACE when the visibility is left out. The space is
+resolved through the caller's own scope, so a space it is not an ACTIVE
+member of is "not found", like everything else in a space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.access.paths import parse_tree_path
+from app.access.scope import SpaceScope
+from app.access.writes import can_place_memo
+from app.api.structs import resource_id, valid_uid
+from app.db.schema import memo_share, space
+from app.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from app.memos.schemas import MemoIn
+
+PERSONAL = ("PRIVATE", "PROTECTED", "PUBLIC")
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    visibility: str
+    space_id: int | None = None
+    tree: str | None = None
+
+
+def _given(value: Any) -> bool:
+    return not isinstance(value, msgspec.UnsetType)
+
+
+async def _space_id(conn: AsyncConnection, name: str, scope: SpaceScope) -> int:
+    uid = valid_uid(resource_id(name, "spaces", field="space"), field="space")
+    space_id = (await conn.execute(sa.select(space.c.id).where(space.c.uid == uid))).scalar()
+    if space_id is None or int(space_id) not in scope.space_ids():
+        raise NotFound(f"space {uid!r} not found")
+    return int(space_id)
+
+
+def _check_personal(visibility: str, tree: Any) -> None:
+    if visibility == "SPACE":
+        raise InvalidArgument(
+            "visibility: a SPACE memo needs a space (spaces/{id}) and a tree path"
+        )
+    if isinstance(tree, str) and tree != "":
+        raise InvalidArgument(f"tree: only SPACE memos have a tree path, not {visibility} ones")
+
+
+def _check_destination(caller: Caller, placed: Placement, scope: SpaceScope) -> None:
+    if not can_place_memo(caller, placed.space_id, placed.tree, scope):
+        raise PermissionDenied(f"tree: no write access at {placed.tree!r} in this space")
+
+
+async def place_new(
+    conn: AsyncConnection, caller: Caller, data: MemoIn, scope: SpaceScope
+) -> Placement:
+    visibility = data.visibility if isinstance(data.visibility, str) else None
+    if not isinstance(data.space, str) or data.space == "":
+        visibility = visibility or "PRIVATE"
+        _check_personal(visibility, data.tree)
+        return Placement(visibility)
+    if visibility not in (None, "SPACE"):
+        raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
+    if not isinstance(data.tree, str):
+        raise InvalidArgument(
+            "tree: required for a SPACE memo; name the path explicitly (e.g. 'share' or '~')"
+        )
+    space_id = await _space_id(conn, data.space, scope)
+    placed = Placement("SPACE", space_id, parse_tree_path(data.tree, caller.user_id))
+    _check_destination(caller, placed, scope)
+    return placed
+
+
+async def place_moved(
+    conn: AsyncConnection,
+    caller: Caller,
+    row: Any,
+    data: MemoIn,
+    paths: set[str],
+    scope: SpaceScope,
+) -> Placement | None:
+    """The memo's new placement, or None when the update does not touch it.
+
+    The source side (may the caller change this memo at all) is the write
+    rule, checked by the caller of this function.
+    """
+    if not paths & {"visibility", "space", "tree"}:
+        return None
+
+    def need(name: str) -> Any:
+        value = getattr(data, name)
+        if not _given(value):
+            raise InvalidArgument(f"{name}: named in updateMask but missing from the body")
+        return value
+
+    space_id = row.space_id
+    if "space" in paths:
+        name = need("space")
+        space_id = None if name == "" else await _space_id(conn, name, scope)
+    if "visibility" in paths:
+        visibility = need("visibility")
+    elif "space" in paths:
+        if space_id is None and row.visibility == "SPACE":
+            raise InvalidArgument(
+                "visibility: say which visibility the memo takes when it leaves its space"
+            )
+        visibility = "SPACE" if space_id is not None else row.visibility
+    else:
+        visibility = row.visibility
+    tree = need("tree") if "tree" in paths else None
+    if visibility != "SPACE":
+        if "space" in paths and space_id is not None:
+            raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
+        _check_personal(visibility, tree)
+        return Placement(visibility)
+    if space_id is None:
+        raise InvalidArgument(
+            "visibility: a SPACE memo needs a space (spaces/{id}) and a tree path"
+        )
+    if tree is not None:
+        if not isinstance(tree, str):
+            raise InvalidArgument("tree: must be a path string")
+        new_tree = parse_tree_path(tree, caller.user_id)
+    elif row.visibility == "SPACE" and row.space_id == space_id and row.tree is not None:
+        new_tree = row.tree
+    else:
+        raise InvalidArgument(
+            "tree: required when moving a memo into a space; name the path explicitly"
+        )
+    placed = Placement("SPACE", space_id, new_tree)
+    if (row.visibility, row.space_id, row.tree) != (placed.visibility, space_id, new_tree):
+        _check_destination(caller, placed, scope)
+    return placed
+
+
+async def refuse_if_shared(conn: AsyncConnection, memo_id: int, now: int) -> None:
+    """A memo with a live share link cannot become SPACE (share links never admit one)."""
+    live = (
+        await conn.execute(
+            sa.select(memo_share.c.id)
+            .where(
+                memo_share.c.memo_id == memo_id,
+                sa.or_(memo_share.c.expires_ts.is_(None), memo_share.c.expires_ts > now),
+            )
+            .limit(1)
+        )
+    ).first()
+    if live is not None:
+        raise Conflict(
+            "visibility: this memo has live share links; revoke them before moving it into a space"
+        )

@@ -1,0 +1,1 @@
+"""Memo relations (REFERENCE and COMMENT), shown only when both ends are readable."""

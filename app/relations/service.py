@@ -1,0 +1,65 @@
+"""Replacing a memo's REFERENCE relations.
+
+Only a writer of the memo may set them, and every related memo must be
+readable by the caller: otherwise a caller could pin a hidden memo's name
+onto its own memo and probe its existence, or make a reader of its memo
+believe in a link it cannot follow. COMMENT relations belong to comments and
+are never set here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.audience import AccessMode
+from app.access.caller import Caller
+from app.db.schema import memo_relation
+from app.errors import InvalidArgument
+from app.memos.lookup import memo_uid, require_writer
+from app.memos.service import load_for_read
+from app.relations.schemas import RelationIn
+
+MAX_RELATIONS = 1000
+
+
+async def set_references(
+    conn: AsyncConnection,
+    caller: Caller,
+    mode: AccessMode,
+    row: Any,
+    relations: list[RelationIn],
+) -> None:
+    require_writer(caller, row, "set its relations")
+    if len(relations) > MAX_RELATIONS:
+        raise InvalidArgument(f"relations: at most {MAX_RELATIONS} relations")
+    targets: dict[int, None] = {}
+    for i, rel in enumerate(relations):
+        kind = (rel.type or "REFERENCE").upper()
+        if kind in ("TYPE_UNSPECIFIED", "REFERENCE"):
+            pass
+        elif kind == "COMMENT":
+            raise InvalidArgument(
+                f"relations[{i}].type: COMMENT relations are made by creating a comment"
+            )
+        else:
+            raise InvalidArgument(f"relations[{i}].type: {rel.type!r} is not REFERENCE")
+        if rel.related_memo is None or not rel.related_memo.name:
+            raise InvalidArgument(f"relations[{i}].relatedMemo.name: required")
+        uid = memo_uid(rel.related_memo.name, field=f"relations[{i}].relatedMemo.name")
+        if uid == row.uid:
+            raise InvalidArgument(f"relations[{i}]: a memo cannot reference itself")
+        target = await load_for_read(conn, uid, caller, mode)
+        targets[target.id] = None
+    await conn.execute(
+        memo_relation.delete().where(
+            memo_relation.c.memo_id == row.id, memo_relation.c.type == "REFERENCE"
+        )
+    )
+    if targets:
+        await conn.execute(
+            sa.insert(memo_relation),
+            [{"memo_id": row.id, "related_memo_id": t, "type": "REFERENCE"} for t in targets],
+        )

@@ -1,0 +1,1 @@
+"""Share links: one memo, anonymously, while unexpired and not revoked."""

@@ -1,0 +1,80 @@
+"""The Space and Member resources at the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from app.api.structs import In, Out
+
+
+class GrantTemplate(Out):
+    """A default member grant: what an accepted invitation receives at ``path``."""
+
+    path: str
+    level: str
+
+
+class GrantTemplateIn(In):
+    path: str
+    level: str
+
+
+class Membership(Out):
+    """The caller's own place in the space."""
+
+    role: str
+    state: str
+
+
+class Space(Out):
+    name: str
+    title: str
+    description: str
+    creator: str
+    create_time: str
+    update_time: str
+    default_member_grants: list[GrantTemplate]
+    membership: Membership
+
+
+class SpaceIn(In):
+    """Create and update body. Output-only fields sent back are ignored."""
+
+    title: str | msgspec.UnsetType = msgspec.UNSET
+    description: str | msgspec.UnsetType = msgspec.UNSET
+    default_member_grants: list[GrantTemplateIn] | msgspec.UnsetType = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    creator: Any = msgspec.UNSET
+
+
+class ListSpacesResponse(Out):
+    spaces: list[Space]
+    next_page_token: str = ""
+
+
+class Member(Out):
+    name: str  # spaces/{space}/members/{username}
+    user: str  # users/{username}
+    role: str
+    state: str
+    create_time: str
+    update_time: str
+    inviter: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class ListMembersResponse(Out):
+    members: list[Member]
+    next_page_token: str = ""
+
+
+class InvitationIn(In):
+    invitee: str
+    role: str = "USER"
+
+
+class MemberIn(In):
+    role: str | msgspec.UnsetType = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    user: Any = msgspec.UNSET

@@ -1,0 +1,1 @@
+"""Saved views: named CEL filters a user keeps (``users/{u}/views``)."""

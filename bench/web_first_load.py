@@ -1,0 +1,165 @@
+"""Benchmark: first load of the web client's timeline with 50 memos.
+
+Run: ``python -m bench.web_first_load`` (needs Debian's ``chromium`` and the
+``playwright`` package; no browser download).
+
+Starts ``daybook serve`` on a free port with a temporary SQLite data
+directory, seeds one user with 50 memos (tags, tasks, links, code), signs in
+once, then loads ``/`` in a fresh browser context per run (cold HTTP cache)
+and reports:
+
+- page weight: the uncompressed bytes of every JavaScript and CSS response
+  (the budget is 150 KB), plus the HTML and the total;
+- time to a usable editor: from navigation start to the moment the client
+  has rendered an enabled editor (``performance.mark("editor-ready")``,
+  cross-checked against Playwright seeing the textarea editable), budget 1 s;
+- time until the first page of the timeline is on screen (for information).
+
+Results go to ``bench/results/web_first_load.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import httpx
+
+from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, start_server
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "web_first_load.json"
+WEIGHT_BUDGET = 150 * 1024
+EDITOR_BUDGET_MS = 1000.0
+
+
+def seed(url: str, count: int) -> str:
+    r = httpx.post(f"{url}/api/v1/users", json={"username": "bench", "password": PASSWORD})
+    r.raise_for_status()
+    r = httpx.post(
+        f"{url}/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": "bench", "password": PASSWORD}},
+    )
+    r.raise_for_status()
+    headers = {"Authorization": f"Bearer {r.json()['accessToken']}"}
+    for i in range(count):
+        content = (
+            f"Day {i}: shipped the thing #work/p{i % 5} #log\n"
+            f"- [x] review PR {i}\n- [ ] follow up with https://example.com/{i}\n\n"
+            f"Some **notes** with `code {i}` and a longer sentence to make the card realistic."
+        )
+        httpx.post(
+            f"{url}/api/v1/memos", json={"content": content}, headers=headers
+        ).raise_for_status()
+    return headers["Authorization"]
+
+
+def one_run(browser: Any, url: str, storage: dict[str, Any]) -> dict[str, float]:
+    ctx = browser.new_context(base_url=url, storage_state=storage)
+    page = ctx.new_page()
+    sizes: dict[str, int] = {"js": 0, "css": 0, "html": 0, "other": 0}
+
+    def on_response(response: Any) -> None:
+        kind = response.request.resource_type
+        if response.request.url.startswith(url + "/api/"):
+            return
+        try:
+            n = len(response.body())
+        except Exception:
+            return
+        key = {"script": "js", "stylesheet": "css", "document": "html"}.get(kind, "other")
+        sizes[key] += n
+
+    page.on("response", on_response)
+    start = time.perf_counter()
+    page.goto("/")
+    page.wait_for_selector("textarea.editor-input:not([disabled])")
+    seen_ms = (time.perf_counter() - start) * 1000
+    page.wait_for_selector("article.memo-card")
+    mark = page.evaluate("() => performance.getEntriesByName('editor-ready')[0]?.startTime ?? null")
+    timeline = page.evaluate("() => performance.now()")
+    cards = page.locator("article.memo-card").count()
+    ctx.close()
+    return {
+        "editor_ready_ms": float(mark),
+        "editor_seen_ms": seen_ms,
+        "timeline_ms": float(timeline),
+        "cards": cards,
+        "js_bytes": sizes["js"],
+        "css_bytes": sizes["css"],
+        "html_bytes": sizes["html"],
+        "other_bytes": sizes["other"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memos", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    data = pathlib.Path(tempfile.mkdtemp(prefix="daybook-bench-web-"))
+    proc, url = start_server(data)
+    try:
+        seed(url, args.memos)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            ctx = browser.new_context(base_url=url)
+            r = ctx.request.post(
+                "/api/v1/auth/signin",
+                data={"passwordCredentials": {"username": "bench", "password": PASSWORD}},
+            )
+            assert r.ok, r.text()
+            storage = ctx.storage_state()
+            ctx.close()
+            one_run(browser, url, storage)  # warm the server (imports, caches), not the browser
+            runs = [one_run(browser, url, storage) for _ in range(args.runs)]
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(data, ignore_errors=True)
+
+    first = runs[0]
+    weight = first["js_bytes"] + first["css_bytes"]
+    ready = sorted(r["editor_ready_ms"] for r in runs)
+    seen = sorted(r["editor_seen_ms"] for r in runs)
+    result = {
+        "machine": platform.platform(),
+        "memos": args.memos,
+        "runs": args.runs,
+        "cards_on_first_page": first["cards"],
+        "js_bytes": first["js_bytes"],
+        "css_bytes": first["css_bytes"],
+        "html_bytes": first["html_bytes"],
+        "js_css_bytes": weight,
+        "weight_budget_bytes": WEIGHT_BUDGET,
+        "editor_ready_ms_median": statistics.median(ready),
+        "editor_ready_ms_max": ready[-1],
+        "editor_seen_by_playwright_ms_median": statistics.median(seen),
+        "timeline_ms_median": statistics.median(r["timeline_ms"] for r in runs),
+        "editor_budget_ms": EDITOR_BUDGET_MS,
+        "within_budget": weight < WEIGHT_BUDGET and ready[-1] < EDITOR_BUDGET_MS,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(
+        f"JS+CSS {weight / 1024:.1f} KB (budget 150 KB); editor ready "
+        f"median {result['editor_ready_ms_median']:.0f} ms, max {ready[-1]:.0f} ms (budget 1000 ms)"
+    )
+    if not result["within_budget"]:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

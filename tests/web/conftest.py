@@ -1,0 +1,162 @@
+"""Fixtures for the web client's tests.
+
+Browser tests drive Debian's ``chromium`` through Playwright against a real
+``daybook serve`` subprocess (temporary data directory, SQLite). Without a
+browser they skip with a message saying how to get one, unless
+``DAYBOOK_REQUIRE_BROWSER=1`` (set by CI), which turns the skip into a failure.
+The non-browser tests here (rendering, routes, headers) always run.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+CHROMIUM = os.environ.get("DAYBOOK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+PASSWORD = "correct-horse-1"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _browser_missing() -> str | None:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[dev]')"
+    if not os.path.exists(CHROMIUM):
+        return f"no browser at {CHROMIUM} (apt-get install chromium, or set DAYBOOK_CHROMIUM)"
+    return None
+
+
+class Server:
+    """A running ``daybook serve`` and a bearer-token API helper per user."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.tokens: dict[str, str] = {}
+
+    def api(self, user: str, method: str, path: str, **kw: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"}
+        r = httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kw)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def sign_in(self, user: str, password: str = PASSWORD) -> None:
+        r = httpx.post(
+            f"{self.url}/api/v1/auth/signin",
+            json={"passwordCredentials": {"username": user, "password": password}},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        self.tokens[user] = r.json()["accessToken"]
+
+    def create_user(self, admin: str, user: str) -> None:
+        self.api(admin, "POST", "/users", json={"username": user, "password": PASSWORD})
+        self.sign_in(user)
+
+
+def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_EMBEDDING_MODEL": "hash",
+        "DAYBOOK_LOG_FORMAT": "json",
+    }
+    code = "from app.cli import main; main()"
+    cmd = [sys.executable, "-c", code, "serve", "--data", str(data_dir), "--port", str(port)]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daybook serve exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("daybook serve did not become ready in 60 s")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # Module-scoped: the sync Playwright API runs an event loop in this thread,
+    # which must be gone before any async test (pytest-asyncio) runs.
+    reason = _browser_missing()
+    if reason:
+        if os.environ.get("DAYBOOK_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"DAYBOOK_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(f"browser tests skipped: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(browser: Any) -> Iterator[Server]:
+    data = pathlib.Path(tempfile.mkdtemp(prefix="daybook-web-"))
+    proc, url = start_server(data)
+    try:
+        yield Server(url)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture
+def new_page(browser: Any, server: Server) -> Iterator[Any]:
+    """``new_page(**context_options)``: a page in a fresh browser context."""
+    contexts: list[Any] = []
+
+    def make(**options: Any) -> Any:
+        options.setdefault("viewport", {"width": 1280, "height": 800})
+        ctx = browser.new_context(base_url=server.url, **options)
+        ctx.set_default_timeout(10_000)
+        contexts.append(ctx)
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.js_errors = errors
+        return page
+
+    yield make
+    for ctx in contexts:
+        ctx.close()

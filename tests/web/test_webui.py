@@ -1,0 +1,114 @@
+"""Serving the web client: media types, security headers, the SPA fallback,
+and the opt-in HTML rendering on the memo API."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from app.server import create_app
+from app.settings import Settings
+from app.webui import CSP
+
+PASSWORD = "password-1"
+
+
+@pytest.fixture
+def web(tmp_path: pathlib.Path) -> Iterator[TestClient[Any]]:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=f"sqlite:///{tmp_path / 'web.db'}",
+        password_hasher="cheap",
+        secret="test-secret",
+        log_format="json",
+    )
+    with TestClient(app=create_app(settings)) as client:
+        yield client
+
+
+def test_index_is_html_with_a_strict_csp(web: TestClient[Any]) -> None:
+    r = web.get("/")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    assert "attachment" not in r.headers.get("content-disposition", "")
+    assert r.headers["content-security-policy"] == CSP
+    assert "script-src 'self';" in CSP and "'unsafe-inline'" not in CSP
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert '<script type="module" src="/assets/app.js">' in r.text
+
+
+@pytest.mark.parametrize(
+    ("path", "media"),
+    [
+        ("/assets/app.js", "text/javascript"),
+        ("/assets/app.css", "text/css"),
+        ("/assets/i18n/en.js", "text/javascript"),
+        ("/assets/icon.svg", "image/svg+xml"),
+    ],
+)
+def test_assets_have_their_media_types(web: TestClient[Any], path: str, media: str) -> None:
+    r = web.get(path)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith(media)
+    assert r.headers["content-security-policy"] == CSP
+    again = web.get(path, headers={"If-None-Match": r.headers["etag"]})
+    assert again.status_code == 304
+
+
+@pytest.mark.parametrize(
+    "path", ["/assets/../app/server.py", "/assets/%2e%2e/pyproject.toml", "/assets/nope.js"]
+)
+def test_assets_never_leave_the_web_directory(web: TestClient[Any], path: str) -> None:
+    r = web.get(path)
+    assert r.status_code == 404
+    assert r.headers["content-type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("path", ["/settings", "/explore", "/space/abc/def"])
+def test_client_routes_fall_back_to_the_index(web: TestClient[Any], path: str) -> None:
+    r = web.get(path)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/nope",
+        "/api/v2/x",
+        "/file/attachments/zzz",
+        "/u/nobody/rss.xml",
+        "/mcpx",
+        "/robots.txt",
+    ],
+)
+def test_fallback_never_shadows_server_paths(web: TestClient[Any], path: str) -> None:
+    r = web.get(path)
+    assert r.status_code in (401, 404, 405)
+    assert not r.headers["content-type"].startswith("text/html")
+
+
+def test_content_html_is_opt_in(web: TestClient[Any]) -> None:
+    web.post("/api/v1/users", json={"username": "alice", "password": PASSWORD})
+    r = web.post(
+        "/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": "alice", "password": PASSWORD}},
+    )
+    web.cookies.clear()
+    auth = {"Authorization": f"Bearer {r.json()['accessToken']}"}
+    made = web.post("/api/v1/memos", json={"content": "hi <b>x</b> #t"}, headers=auth).json()
+    assert "contentHtml" not in made
+
+    plain = (web.get("/api/v1/memos", headers=auth)).json()["memos"][0]
+    assert "contentHtml" not in plain
+    one = (web.get(f"/api/v1/{made['name']}", headers=auth)).json()
+    assert "contentHtml" not in one
+
+    listed = (web.get("/api/v1/memos?view=html", headers=auth)).json()["memos"][0]
+    assert listed["contentHtml"].startswith('<p>hi &lt;b&gt;x&lt;/b&gt; <span class="tag"')
+    got = (web.get(f"/api/v1/{made['name']}?view=html", headers=auth)).json()
+    assert got["contentHtml"] == listed["contentHtml"]

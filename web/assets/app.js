@@ -1,0 +1,192 @@
+// Boot and layout: who is signed in, which page the hash names, the sidebar,
+// composer, filter chips and timeline, and the global keyboard shortcuts.
+import { api, detectFeatures, features, onSignedOut, setCsrf } from "./api.js";
+import { clear, h, toast } from "./dom.js";
+import { icon } from "./icons.js";
+import { t } from "./i18n.js";
+import { renderAuth } from "./auth.js";
+import { createComposer } from "./composer.js";
+import { fetchRendered, memoCard } from "./memo-card.js";
+import { renderSettings } from "./settings.js";
+import { renderSidebar } from "./sidebar.js";
+import { currentRoute, navigate, setParams, state } from "./store.js";
+import { createTimeline } from "./timeline.js";
+
+const app = document.getElementById("app");
+let timeline = null;
+let composer = null;
+let layout = null;
+
+async function boot() {
+  document.querySelector(".skip-link").textContent = t("skipToContent");
+  onSignedOut(() => { if (state.me) toast(t("signedOut"), "error"); state.me = null; setCsrf(""); showAuth(); });
+  const route = currentRoute();
+  if (route.name === "share") { state.profile = {}; renderShared(route.arg); return; }
+  const [profile, me] = await Promise.all([
+    api("/instance/profile", { quiet: true }).catch(() => ({})),
+    api("/auth/me", { quiet: true }).catch(() => null),
+  ]);
+  state.profile = profile;
+  if (!me) { showAuth(); return; }
+  await signedIn(me, { fresh: false });
+}
+
+function showAuth() {
+  layout = null;
+  renderAuth(app, { onSignedIn: (res) => signedIn(res, { fresh: true }) });
+}
+
+async function signedIn(res, { fresh }) {
+  state.me = res.user;
+  setCsrf(res.csrfToken);
+  if (fresh && !location.hash.startsWith("#/settings")) history.replaceState(null, "", "#/");
+  buildLayout();
+  render();
+  performance.mark("editor-ready");
+  // Optional endpoints (spaces, views, attachments), counts and the tag tree
+  // arrive after the editor is usable; the editor then offers what exists.
+  const [found] = await Promise.all([detectFeatures(state.me.username), reloadStats()]);
+  state.spaces = found.spaces;
+  state.views = found.views;
+  render({ keepComposer: true });
+}
+
+async function reloadStats() {
+  try {
+    state.stats = await api(`/users/${encodeURIComponent(state.me.username)}:getStats`, { quiet: true });
+  } catch { state.stats = null; }
+  if (layout) renderSidebar(layout.sidebar, currentRoute());
+}
+
+function buildLayout() {
+  const sidebar = h("aside", { class: "sidebar", id: "sidebar", "aria-label": t("nav") });
+  const toggle = h("button", { class: "btn ghost icon menu-toggle", type: "button", "aria-controls": "sidebar",
+    "aria-expanded": "false", "aria-label": t("menu"), onclick: () => setDrawer(!document.body.classList.contains("drawer-open")) }, icon("menu"));
+  const main = h("main", { class: "main", id: "main", tabindex: "-1" });
+  const topbar = h("header", { class: "topbar" }, toggle,
+    h("span", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
+    h("button", { class: "btn ghost small", type: "button", onclick: signOut }, t("signOut")));
+  const scrim = h("div", { class: "scrim", onclick: () => setDrawer(false) });
+  app.replaceChildren(h("div", { class: "shell" }, sidebar, scrim, h("div", { class: "column" }, topbar, main)));
+  layout = { sidebar, main, toggle };
+}
+
+function setDrawer(open) {
+  document.body.classList.toggle("drawer-open", open);
+  layout?.toggle.setAttribute("aria-expanded", String(open));
+  if (open) layout.sidebar.querySelector("a, button, input")?.focus();
+}
+
+async function signOut() {
+  try { await api("/auth/signout", { method: "POST" }); } catch { /* ignore */ }
+  state.me = null;
+  setCsrf("");
+  showAuth();
+}
+
+function chips(route) {
+  const p = route.params;
+  const active = [];
+  const chip = (label, key) => active.push(h("button", { type: "button", class: "chip active",
+    "aria-label": t("removeFilter", { label }), onclick: () => setParams(Object.fromEntries([].concat(key).map((k) => [k, null]))) }, label, " ×"));
+  if (p.q) chip(t("filterSearch", { query: p.q }), "q");
+  if (p.tag) chip(t("filterTag", { tag: p.tag }), "tag");
+  if (p.day) chip(t("filterDay", { date: p.day }), "day");
+  if (p.filter) chip(t("filterView", { title: p.title || p.filter }), ["filter", "title"]);
+  const toggle = (key, label) => h("button", { type: "button", class: `chip${p[key] ? " active" : ""}`,
+    "aria-pressed": String(Boolean(p[key])), onclick: () => setParams({ [key]: p[key] ? null : "1" }) }, label);
+  const vis = h("select", { class: "select chip-select", "aria-label": t("visibility"),
+    onchange: () => setParams({ vis: vis.value || null }) },
+  h("option", { value: "" }, t("anyVisibility")),
+  ["PRIVATE", "PROTECTED", "PUBLIC", "SPACE"].filter((v) => v !== "SPACE" || features.spaces)
+    .map((v) => h("option", { value: v }, t(`vis_${v}`))));
+  vis.value = p.vis || "";
+  return h("div", { class: "chips", role: "toolbar", "aria-label": t("filters") }, active,
+    toggle("pinned", t("filterPinned")), toggle("tasks", t("filterTasks")),
+    toggle("links", t("filterLinks")), toggle("code", t("filterCode")), vis);
+}
+
+function render({ keepComposer = false } = {}) {
+  if (!state.me || !layout) return;
+  const route = currentRoute();
+  setDrawer(false);
+  renderSidebar(layout.sidebar, route);
+  if (keepComposer && layout.main.childElementCount) {
+    // Only the sidebar and chips depend on late data; keep the editor's focus and text.
+    layout.main.querySelector(".chips")?.replaceWith(chips(route));
+    composer?.refresh();
+    return;
+  }
+  timeline?.dispose();
+  timeline = null;
+  if (route.name === "settings") {
+    renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
+    document.title = `${t("settings")} · ${t("appName")}`;
+    return;
+  }
+  const titles = { home: t("home"), explore: t("explore"), archived: t("archived"), space: route.arg };
+  document.title = `${titles[route.name] || t("home")} · ${t("appName")}`;
+  const withComposer = route.name === "home" || route.name === "space";
+  composer = withComposer ? makeComposer(route) : null;
+  timeline = createTimeline(route, { onCountsChanged: reloadStats });
+  clear(layout.main,
+    h("h1", { class: "visually-hidden" }, titles[route.name] || t("home")),
+    route.name !== "home" ? h("h1", { class: "page-title" }, titles[route.name] || "") : null,
+    composer, chips(route), timeline);
+}
+
+function makeComposer(route) {
+  return createComposer({
+    spaceUid: route.name === "space" ? route.arg : "",
+    onSaved: async (saved) => {
+      timeline?.addMemo(await fetchRendered(saved.name));
+      reloadStats();
+    },
+  });
+}
+
+async function renderShared(token) {
+  let memo;
+  try { memo = await api(`/shares/${encodeURIComponent(token)}/memo`, { quiet: true }); } catch { memo = null; }
+  clear(app, h("main", { class: "shared", id: "main" },
+    h("h1", { class: "page-title" }, t("sharedMemo")),
+    memo ? memoCard(memo, { readonly: true }) : h("p", { class: "muted" }, t("shareNotFound"))));
+}
+
+// Keyboard: "/" search, "n" new memo, j/k between memos, Esc closes menus and the drawer.
+document.addEventListener("keydown", (e) => {
+  const typing = e.target instanceof HTMLElement && (e.target.closest("input, textarea, select, [contenteditable]"));
+  if (e.key === "Escape") {
+    document.querySelectorAll("details.menu[open]").forEach((d) => { d.open = false; d.querySelector("summary")?.focus(); });
+    if (document.body.classList.contains("drawer-open")) { setDrawer(false); layout?.toggle.focus(); }
+    if (typing && e.target.id === "search") e.target.blur();
+    return;
+  }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey || !state.me) return;
+  if (e.key === "/") { e.preventDefault(); setDrawer(window.matchMedia("(max-width: 800px)").matches); document.getElementById("search")?.focus(); }
+  else if (e.key === "n" && composer) { e.preventDefault(); composer.focusEditor(); }
+  else if (e.key === "j" || e.key === "k") {
+    const cards = [...document.querySelectorAll(".memo-card")];
+    if (!cards.length) return;
+    const i = cards.indexOf(document.activeElement.closest?.(".memo-card"));
+    const next = cards[Math.max(0, Math.min(cards.length - 1, i < 0 ? 0 : i + (e.key === "j" ? 1 : -1)))];
+    e.preventDefault();
+    next.focus();
+    next.scrollIntoView({ block: "nearest" });
+  }
+});
+document.addEventListener("click", (e) => {
+  // One open menu at a time; clicking elsewhere closes it.
+  document.querySelectorAll("details.menu[open]").forEach((d) => { if (!d.contains(e.target)) d.open = false; });
+});
+window.addEventListener("hashchange", () => {
+  if (currentRoute().name === "share") { renderShared(currentRoute().arg); return; }
+  if (!layout && state.me) buildLayout();
+  render();
+});
+document.addEventListener("sidebar-changed", () => layout && renderSidebar(layout.sidebar, currentRoute()));
+document.addEventListener("features-changed", () => layout && renderSidebar(layout.sidebar, currentRoute()));
+
+boot();
+
+export { navigate };

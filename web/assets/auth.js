@@ -1,0 +1,40 @@
+// Sign-in and sign-up (the first user becomes the admin).
+import { api } from "./api.js";
+import { clear, field, h, toast } from "./dom.js";
+import { t } from "./i18n.js";
+import { state } from "./store.js";
+
+export function renderAuth(container, { onSignedIn }) {
+  const firstUser = state.profile && !state.profile.initialized;
+  let mode = firstUser ? "signup" : "signin";
+  const draw = () => {
+    const signup = mode === "signup";
+    const [userRow, username] = field(t("username"), h("input", { class: "input", name: "username", autocomplete: "username", required: true, autocapitalize: "none", spellcheck: "false" }));
+    const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", name: "password", autocomplete: signup ? "new-password" : "current-password", required: true }));
+    const [pw2Row, password2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", name: "password2", autocomplete: "new-password", required: true }));
+    const submit = h("button", { class: "btn primary wide", type: "submit" }, signup ? t("signUp") : t("signIn"));
+    const form = h("form", { class: "stack", onsubmit: async (e) => {
+      e.preventDefault();
+      if (signup && password.value !== password2.value) { toast(t("passwordMismatch"), "error"); return; }
+      submit.disabled = true;
+      try {
+        if (signup) await api("/users", { method: "POST", body: { username: username.value.trim(), password: password.value } });
+        const res = await api("/auth/signin", { method: "POST", quiet: false,
+          body: { passwordCredentials: { username: username.value.trim(), password: password.value } } });
+        onSignedIn(res);
+      } catch { /* toasted */ } finally { submit.disabled = false; }
+    } }, userRow, pwRow, signup ? pw2Row : null, submit);
+    const canSwitch = !firstUser && (state.profile?.allowRegistration || signup);
+    clear(container, h("main", { class: "auth", id: "main" },
+      h("div", { class: "auth-card panel" },
+        h("div", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
+        h("h1", {}, signup ? t("signUpTitle") : t("signInTitle")),
+        firstUser ? h("p", { class: "muted" }, t("signUpFirst")) : null,
+        form,
+        canSwitch ? h("p", { class: "muted small" }, signup ? t("haveAccount") : t("noAccount"), " ",
+          h("button", { type: "button", class: "link", onclick: () => { mode = signup ? "signin" : "signup"; draw(); } },
+            signup ? t("signIn") : t("signUp"))) : null)));
+    username.focus();
+  };
+  draw();
+}

@@ -1,0 +1,222 @@
+// The memo editor: Markdown with a live preview, task insertion, #tag
+// autocomplete, paste/drop attachments, visibility (and space + path for
+// SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
+import { api, features, memoId } from "./api.js";
+import { field, h, nextId, toast, debounce } from "./dom.js";
+import { t } from "./i18n.js";
+import { renderMarkdown } from "./markdown.js";
+import { state } from "./store.js";
+import { icon } from "./icons.js";
+
+const VISIBILITIES = ["PRIVATE", "PROTECTED", "PUBLIC", "SPACE"];
+
+export function createComposer({ memo = null, onSaved, onCancel, autofocus = false, spaceUid = "" } = {}) {
+  const editing = Boolean(memo);
+  const draftKey = editing ? null : `daybook.draft.${state.me.username}`;
+  const listId = nextId("tags");
+  const textarea = h("textarea", {
+    class: "editor-input", rows: editing ? "6" : "3", placeholder: t("editorPlaceholder"),
+    "aria-label": t("editorLabel"), "aria-autocomplete": "list", "aria-controls": listId,
+    "aria-expanded": "false", spellcheck: "true",
+  });
+  textarea.value = memo ? memo.content : (localStorage.getItem(draftKey) || "");
+  const preview = h("div", { class: "memo-content preview", hidden: true, "aria-live": "polite" });
+  const suggestions = h("ul", { class: "suggestions", id: listId, role: "listbox", hidden: true, "aria-label": t("tagSuggestions") });
+  const pending = memo ? memo.attachments.map((a) => a.name) : [];
+
+  // Visibility (with the instance's rules), and the space + path pair for
+  // SPACE memos ("share" preselected). Refilled once optional features are known.
+  const visSelect = h("select", { class: "select", "aria-label": t("visibility") });
+  const spaceSelect = h("select", { class: "select", "aria-label": t("space") });
+  const wanted = memo?.visibility || (spaceUid ? "SPACE" : localStorage.getItem("daybook.visibility") || "PRIVATE");
+  function fillChoices() {
+    const allowed = VISIBILITIES.filter((v) =>
+      (v !== "PUBLIC" || !state.profile?.disallowPublicVisibility || memo?.visibility === "PUBLIC") &&
+      (v !== "SPACE" || (features.spaces && state.spaces.length)));
+    const current = visSelect.value || wanted;
+    visSelect.replaceChildren(...allowed.map((v) => h("option", { value: v }, t(`vis_${v}`))));
+    visSelect.value = allowed.includes(current) ? current : allowed.includes(wanted) ? wanted : "PRIVATE";
+    const space = spaceSelect.value || memo?.space || (spaceUid ? `spaces/${spaceUid}` : "");
+    spaceSelect.replaceChildren(...state.spaces.map((s) => h("option", { value: s.name }, s.title || s.name)));
+    if (space) spaceSelect.value = space;
+  }
+  fillChoices();
+  const pathInput = h("input", { class: "input path-input", type: "text", value: memo?.tree || "share",
+    "aria-label": t("path"), title: t("pathHint"), pattern: "[~A-Za-z0-9_./-]*" });
+  const spaceRow = h("span", { class: "space-row" }, spaceSelect, pathInput);
+  const syncSpace = () => { spaceRow.hidden = visSelect.value !== "SPACE"; };
+  visSelect.addEventListener("change", () => {
+    syncSpace();
+    if (!editing) localStorage.setItem("daybook.visibility", visSelect.value);
+  });
+  syncSpace();
+
+  const saveButton = h("button", { class: "btn primary", type: "submit", title: t("saveHint") }, t("save"));
+  const previewButton = h("button", { class: "btn ghost", type: "button", "aria-pressed": "false",
+    onclick: () => togglePreview() }, t("preview"));
+  const fileInput = h("input", { type: "file", multiple: true, class: "visually-hidden", tabindex: "-1",
+    "aria-hidden": "true", onchange: () => { upload([...fileInput.files]); fileInput.value = ""; } });
+  const attachButton = h("button", { class: "btn ghost icon", type: "button", title: t("attach"), "aria-label": t("attach"),
+    hidden: !features.attachments, onclick: () => fileInput.click() }, icon("clip"));
+  const taskButton = h("button", { class: "btn ghost icon", type: "button", title: t("addTask"),
+    "aria-label": t("addTask"), onclick: () => insertAtLineStart("- [ ] ") }, icon("task"));
+
+  const form = h("form", { class: editing ? "composer editing" : "composer", onsubmit: (e) => { e.preventDefault(); save(); } },
+    h("div", { class: "editor-wrap" }, textarea, suggestions, preview),
+    h("div", { class: "composer-bar" },
+      h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton),
+      h("div", { class: "composer-submit" }, visSelect, spaceRow,
+        editing ? h("button", { class: "btn", type: "button", onclick: () => onCancel?.() }, t("cancel")) : null,
+        saveButton)));
+
+  function togglePreview(force) {
+    const show = force ?? preview.hidden;
+    preview.hidden = !show;
+    textarea.hidden = show;
+    previewButton.textContent = show ? t("write") : t("preview");
+    previewButton.setAttribute("aria-pressed", String(show));
+    if (show) preview.replaceChildren(renderMarkdown(textarea.value));
+    else textarea.focus();
+  }
+
+  function insertAtLineStart(text) {
+    const pos = textarea.selectionStart;
+    const before = textarea.value.slice(0, pos);
+    const lineStart = before.lastIndexOf("\n") + 1;
+    const needsNewline = before.slice(lineStart).trim() !== "";
+    const insert = needsNewline ? `\n${text}` : text;
+    const at = needsNewline ? pos : lineStart;
+    textarea.setRangeText(insert, at, at, "end");
+    textarea.focus();
+    saveDraft();
+  }
+
+  const saveDraft = debounce(() => {
+    if (!draftKey) return;
+    if (textarea.value.trim()) localStorage.setItem(draftKey, textarea.value);
+    else localStorage.removeItem(draftKey);
+  }, 250);
+
+  async function save() {
+    const content = textarea.value;
+    if (!content.trim() && !pending.length) { textarea.focus(); return; }
+    saveButton.disabled = true;
+    saveButton.textContent = t("saving");
+    const body = { content, visibility: visSelect.value };
+    if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = pathInput.value.trim(); }
+    try {
+      let saved;
+      if (editing) {
+        const mask = Object.keys(body).join(",");
+        saved = await api(`/memos/${memoId(memo.name)}`, { method: "PATCH", body, query: { updateMask: mask },
+          headers: { "If-Match": memo.etag } });
+      } else {
+        saved = await api("/memos", { method: "POST", body });
+      }
+      if (features.attachments && pending.length) {
+        await api(`/memos/${memoId(saved.name)}/attachments`, { method: "PATCH",
+          body: { attachments: pending.map((name) => ({ name })) }, quiet: true }).catch(() => {});
+      }
+      if (!editing) {
+        textarea.value = "";
+        pending.length = 0;
+        localStorage.removeItem(draftKey);
+        togglePreview(false);
+      }
+      onSaved?.(saved);
+    } catch {
+      // the toast already told the user; keep the text so nothing is lost
+    } finally {
+      saveButton.disabled = false;
+      saveButton.textContent = t("save");
+    }
+  }
+
+  async function upload(files) {
+    if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
+    for (const file of files) {
+      toast(t("attaching", { name: file.name }));
+      const content = await new Promise((resolve) => {
+        const reader = new FileReader();
+        reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+        reader.readAsDataURL(file);
+      });
+      try {
+        const att = await api("/attachments", { method: "POST",
+          body: { filename: file.name, type: file.type || "application/octet-stream", content } });
+        pending.push(att.name);
+        const url = `/file/${att.name}/${encodeURIComponent(att.filename || file.name)}`;
+        const md = file.type.startsWith("image/") ? `![${file.name}](${url})` : `[${file.name}](${url})`;
+        textarea.setRangeText(`${md}\n`, textarea.selectionStart, textarea.selectionEnd, "end");
+        saveDraft();
+      } catch { /* toasted */ }
+    }
+  }
+
+  // #tag autocomplete from the user's tags.
+  let active = -1;
+  let matches = [];
+  function tagQuery() {
+    const before = textarea.value.slice(0, textarea.selectionStart);
+    const m = /(?:^|[\s(])#([\w\-/]*)$/u.exec(before);
+    return m ? m[1] : null;
+  }
+  function showSuggestions() {
+    const q = tagQuery();
+    const all = Object.keys(state.stats?.tagCount || {});
+    matches = q === null ? [] : all.filter((tag) => tag.toLowerCase().startsWith(q.toLowerCase()) && tag !== q).slice(0, 8);
+    active = matches.length ? 0 : -1;
+    renderSuggestions();
+  }
+  function renderSuggestions() {
+    suggestions.replaceChildren(...matches.map((tag, i) => h("li", {
+      id: `${listId}-${i}`, role: "option", class: "suggestion", "aria-selected": String(i === active),
+      onmousedown: (e) => { e.preventDefault(); accept(i); },
+    }, `#${tag}`)));
+    suggestions.hidden = !matches.length;
+    textarea.setAttribute("aria-expanded", String(Boolean(matches.length)));
+    if (active >= 0) textarea.setAttribute("aria-activedescendant", `${listId}-${active}`);
+    else textarea.removeAttribute("aria-activedescendant");
+  }
+  function accept(i) {
+    const q = tagQuery() ?? "";
+    const pos = textarea.selectionStart;
+    textarea.setRangeText(`${matches[i]} `, pos - q.length, pos, "end");
+    matches = [];
+    renderSuggestions();
+    saveDraft();
+  }
+
+  textarea.addEventListener("input", () => { saveDraft(); showSuggestions(); });
+  textarea.addEventListener("blur", () => setTimeout(() => { matches = []; renderSuggestions(); }, 100));
+  textarea.addEventListener("keydown", (e) => {
+    if (matches.length) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        active = (active + (e.key === "ArrowDown" ? 1 : -1) + matches.length) % matches.length;
+        renderSuggestions();
+        return;
+      }
+      if ((e.key === "Enter" || e.key === "Tab") && !e.ctrlKey && !e.metaKey) { e.preventDefault(); accept(active); return; }
+      if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); matches = []; renderSuggestions(); return; }
+    }
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); save(); }
+    else if (e.key === "Escape" && editing) { e.preventDefault(); e.stopPropagation(); onCancel?.(); }
+  });
+  textarea.addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData?.files || [])];
+    if (files.length) { e.preventDefault(); upload(files); }
+  });
+  form.addEventListener("dragover", (e) => { if (e.dataTransfer?.types.includes("Files")) { e.preventDefault(); form.classList.add("dropping"); } });
+  form.addEventListener("dragleave", () => form.classList.remove("dropping"));
+  form.addEventListener("drop", (e) => {
+    form.classList.remove("dropping");
+    if (e.dataTransfer?.files.length) { e.preventDefault(); upload([...e.dataTransfer.files]); }
+  });
+
+  if (autofocus) queueMicrotask(() => { textarea.focus(); textarea.setSelectionRange(textarea.value.length, textarea.value.length); });
+  form.focusEditor = () => textarea.focus();
+  form.refresh = () => { fillChoices(); syncSpace(); attachButton.hidden = !features.attachments; };
+  form.textarea = textarea;
+  return form;
+}

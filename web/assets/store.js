@@ -1,0 +1,69 @@
+// Application state and the hash router. Views read `state` and re-render on
+// "route" events; filters live in the URL so reloads and links keep them.
+export const state = {
+  me: null,            // the signed-in User
+  profile: null,       // instance profile (registration, public visibility rules)
+  stats: null,         // users/{me}:getStats (tags, heatmap)
+  spaces: [],          // the caller's spaces, when the API offers them
+  views: [],           // saved views
+};
+
+// Routes: #/ (home), #/explore, #/archived, #/space/<uid>, #/settings, #/share/<token>
+export function currentRoute() {
+  const raw = location.hash.replace(/^#/, "") || "/";
+  const [path, query = ""] = raw.split("?");
+  const parts = path.split("/").filter(Boolean);
+  const params = Object.fromEntries(new URLSearchParams(query));
+  return { name: parts[0] || "home", arg: parts[1] ? decodeURIComponent(parts.slice(1).join("/")) : "", params };
+}
+
+export function navigate(name, arg = "", params = {}) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== "" && v != null));
+  const path = name === "home" ? "/" : `/${name}${arg ? "/" + encodeURIComponent(arg) : ""}`;
+  const qs = query.toString();
+  const hash = `#${path}${qs ? "?" + qs : ""}`;
+  if (location.hash !== hash) location.hash = hash;
+  else window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
+
+// Update the current route's filter params (null removes one).
+export function setParams(changes) {
+  const route = currentRoute();
+  const params = { ...route.params };
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === "" || v === undefined) delete params[k];
+    else params[k] = v;
+  }
+  navigate(route.name, route.arg, params);
+}
+
+const cel = (s) => JSON.stringify(s);
+
+// The CEL filter for a route: the page's own scope ANDed with the user's chips.
+export function filterFor(route) {
+  const p = route.params;
+  const parts = [];
+  if (route.name === "explore") parts.push('visibility in ["PUBLIC", "PROTECTED"]');
+  if (route.name === "space") parts.push(`space == ${cel("spaces/" + route.arg)}`);
+  if (p.tag) parts.push(`tag in [${cel(p.tag)}]`);
+  if (p.vis) parts.push(`visibility == ${cel(p.vis)}`);
+  if (p.pinned) parts.push("pinned");
+  if (p.tasks) parts.push("has_task_list");
+  if (p.links) parts.push("has_link");
+  if (p.code) parts.push("has_code");
+  if (p.day) {
+    const start = new Date(`${p.day}T00:00:00`);
+    const end = new Date(start);
+    end.setDate(end.getDate() + 1);
+    const iso = (d) => d.toISOString().replace(/\.\d{3}Z$/, "Z");
+    parts.push(`created_ts >= timestamp(${cel(iso(start))}) && created_ts < timestamp(${cel(iso(end))})`);
+  }
+  if (p.filter) parts.push(`(${p.filter})`);
+  return parts.join(" && ");
+}
+
+export function localDay(iso) {
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+}
