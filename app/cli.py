@@ -227,5 +227,34 @@ def user_create(
     click.echo(f"created user {username}{' (ADMIN)' if admin else ''}")
 
 
+@main.command()
+@_with(_server_options)
+@click.option("--model", default=None, help="Embedding model [env DAYBOOK_EMBEDDING_MODEL]")
+def reindex(data_dir: Path | None, database_url: str | None, model: str | None) -> None:
+    """Rebuild the full-text index and recompute every memo's embedding."""
+    from app.db.engine import create_engine
+    from app.db.migrate import upgrade
+    from app.search.embedder import make_embedder
+    from app.search.reindex import count_memos, rebuild_fts, reembed_all
+
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, embedding_model=model
+    ).resolved()
+    embedder = make_embedder(settings.embedding_model)
+
+    async def run() -> int:
+        engine = create_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+            await rebuild_fts(engine)
+            total = await count_memos(engine)
+            with click.progressbar(length=total, label=f"embedding ({embedder.name})") as bar:
+                return await reembed_all(engine, embedder, bar.update)
+        finally:
+            await engine.dispose()
+
+    click.echo(f"full-text index rebuilt; {asyncio.run(run())} memos embedded")
+
+
 if __name__ == "__main__":
     main()

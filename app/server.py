@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from litestar import Litestar, Request, get
@@ -29,11 +29,18 @@ from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.logs import configure_logging, request_logging_middleware
+from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
+from app.mcp.server import McpEndpoint
+from app.memos.batch_routes import MemoBatchController
+from app.memos.history_routes import MemoHistoryController
 from app.memos.routes import MemoController
 from app.reactions.routes import ReactionController
 from app.relations.routes import RelationController
+from app.search.routes import SearchController
+from app.search.runtime import search_lifespan
 from app.settings import Settings
 from app.shares.routes import MemoShareController, SharedMemoController
+from app.spaces.access_routes import SpaceAccessController
 from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
 from app.users.routes import UserController
@@ -61,13 +68,20 @@ class Daybook(Litestar):
 
 @get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    schema = request.app.openapi_schema.to_schema()
+    return openapi_json(request.app)
+
+
+def openapi_json(app: Litestar) -> dict[str, Any]:
+    """The OpenAPI document as clients (and the MCP tool builder) see it."""
+    schema = app.openapi_schema.to_schema()
     schema["paths"] = {path.replace("/:", ":"): item for path, item in schema["paths"].items()}
     return schema
 
 
-def create_app(settings: Settings) -> Litestar:
+def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLIST) -> Litestar:
+    """The app; ``mcp_allowlist`` narrows the MCP tools (tests only)."""
     settings = settings.resolved()
+    mcp = McpEndpoint(settings, openapi_json, mcp_allowlist)
     configure_logging(settings.log_format)
 
     @contextlib.asynccontextmanager
@@ -93,6 +107,9 @@ def create_app(settings: Settings) -> Litestar:
             AuthController,
             UserController,
             TokenController,
+            SearchController,  # before MemoController: /:search is static
+            MemoBatchController,  # before MemoController: /:batchCreate is static
+            MemoHistoryController,
             MemoController,
             CommentController,
             RelationController,
@@ -106,6 +123,8 @@ def create_app(settings: Settings) -> Litestar:
             InstanceController,
             MemoViewController,
             SpaceController,
+            SpaceAccessController,
+            mcp.route_handler,
             *WEB_HANDLERS,  # last: the SPA fallback never shadows the API
         ],
         dependencies={
@@ -117,7 +136,11 @@ def create_app(settings: Settings) -> Litestar:
         },
         middleware=[request_logging_middleware, auth],
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=[database],
+        lifespan=[
+            database,
+            search_lifespan(settings.embedding_model, settings.embed_worker),
+            mcp.lifespan,
+        ],
         state=_state(settings),
         request_max_body_size=settings.max_request_body,
         openapi_config=OpenAPIConfig(

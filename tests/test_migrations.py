@@ -299,6 +299,24 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             detail={"title": "Team"},
             created_ts=now,
         )
+        # Groups and grants (migration 0005): bob's own grants and a group's.
+        group = await insert(s.space_group, space_id=space, title="Editors", created_ts=now)
+        await insert(s.space_group_member, group_id=group, user_id=bob)
+        for user_id, group_id, path, level in (
+            (bob, None, f"home.{bob}", 3),
+            (bob, None, "share", 3),
+            (None, group, "share.projects", 2),
+        ):
+            await insert(
+                s.space_grant,
+                space_id=space,
+                user_id=user_id,
+                group_id=group_id,
+                path=path,
+                level=level,
+                created_by=bob,
+                created_ts=now,
+            )
         await insert(
             s.memo,
             uid="space-memo",
@@ -320,7 +338,7 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                     "INSERT INTO memo_embedding (memo_id, model, dim, vector, content_hash,"
                     " updated_ts) VALUES (:memo, 'test-model', 4, :vector, :hash, :now)"
                 ),
-                {"memo": public, "vector": bytes(8), "hash": "0" * 64, "now": now},
+                {"memo": public, "vector": bytes(8), "hash": 1234567890123, "now": now},
             )
     return {"alice": alice, "bob": bob, "public": public, "private": private}
 

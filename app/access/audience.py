@@ -15,8 +15,11 @@ point reads load it into a :class:`~app.access.scope.SpaceScope` first.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
@@ -99,14 +102,43 @@ def can_read(
     return is_creator  # PRIVATE
 
 
+_PREDICATES: OrderedDict[tuple[Any, ...], ColumnElement[bool]] = OrderedDict()
+_PREDICATE_CACHE_SIZE = 2048
+
+
 def audience_predicate(
     caller: Caller | None, mode: AccessMode, table: sa.FromClause = memo
 ) -> ColumnElement[bool]:
     """The read rule as one boolean expression over ``table`` (``memo`` or an alias).
 
-    Built from ``false()`` upward: each allowing branch is ORed in, so a
-    caller for whom no branch applies gets a literal false.
+    The expression is a pure function of the caller's identity and
+    restriction, the access mode and the table, and SQLAlchemy expressions
+    are immutable, so it is memoised: building it costs milliseconds, reusing
+    it nothing. Nothing about grants or rosters is cached; those are read by
+    the statement itself, at execution.
     """
+    key = (
+        None if caller is None else caller.user_id,
+        None
+        if caller is None or caller.restriction is None
+        else json.dumps(caller.restriction, sort_keys=True),
+        mode,
+        table,
+    )
+    predicate = _PREDICATES.get(key)
+    if predicate is None:
+        predicate = _build_predicate(caller, mode, table)
+        _PREDICATES[key] = predicate
+        if len(_PREDICATES) > _PREDICATE_CACHE_SIZE:
+            _PREDICATES.popitem(last=False)
+    return predicate
+
+
+def _build_predicate(
+    caller: Caller | None, mode: AccessMode, table: sa.FromClause
+) -> ColumnElement[bool]:
+    """Built from ``false()`` upward: each allowing branch is ORed in, so a
+    caller for whom no branch applies gets a literal false."""
     m = table.c
     creator_ok = sa.exists().where(
         user_account.c.id == m.creator_id, user_account.c.state.in_(USER_STATES)

@@ -17,6 +17,8 @@ from app.access.audience import AccessMode, audience_predicate, personal_reach
 from app.access.caller import Caller
 from app.db.schema import attachment, memo
 
+_HOLDER = memo.alias("attachment_memo")  # one alias: audience predicates are memoised per table
+
 
 def attachment_predicate(
     caller: Caller | None, mode: AccessMode, table: sa.FromClause = attachment
@@ -27,7 +29,7 @@ def attachment_predicate(
     unbound attachments either (they are personal objects outside any space).
     """
     a = table.c
-    holder = memo.alias("attachment_memo")
+    holder = _HOLDER
     bound = sa.exists().where(holder.c.id == a.memo_id, audience_predicate(caller, mode, holder))
     if caller is None or personal_reach(caller) == "NONE":
         return bound

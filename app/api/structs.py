@@ -9,7 +9,9 @@ fields, as Memos' gateway does.
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
+from functools import lru_cache
 
 import msgspec
 
@@ -47,8 +49,10 @@ def _has_nul(value: object) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
 def rfc3339(ts: int) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Epoch seconds as RFC 3339 UTC (memoised: a page formats ~150 of them)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def parse_time(value: str, field: str) -> int:

@@ -101,7 +101,7 @@ async def load_visible(
 
 async def _writable_memo(conn: AsyncConnection, caller: Caller, mode: AccessMode, name: str) -> Any:
     row = await readable_memo(conn, name, caller, mode)
-    require_writer(caller, row, "change its attachments")
+    await require_writer(conn, caller, row, "change its attachments")
     return row
 
 
@@ -234,7 +234,7 @@ async def set_memo_attachments(
     unbound, not deleted, and only the caller's own can be dropped. All
     checks run before any row changes.
     """
-    require_writer(caller, memo_row, "change its attachments")
+    await require_writer(conn, caller, memo_row, "change its attachments")
     wanted: dict[int, None] = {}
     for i, name in enumerate(names):
         uid = attachment_uid(name)

@@ -20,7 +20,7 @@ from app.deps import requires_user
 from app.instance.store import AccessSettings
 from app.memos import schemas
 from app.memos.listing import ListQuery
-from app.memos.lookup import MemoName, readable_memo
+from app.memos.lookup import MemoName, comment_placement, readable_memo
 from app.memos.present import present
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import WriteContext
@@ -88,6 +88,7 @@ class CommentController(Controller):
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
         parent = await readable_memo(db, memo, caller, access.access_mode)
+        data = await comment_placement(db, caller, parent, data)
         ctx = WriteContext(caller, access, now)
         new_id = await create_comment(db, ctx, parent, data, comment_id or memo_id or None)
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()

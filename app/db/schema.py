@@ -126,6 +126,9 @@ memo = sa.Table(
     sa.Index("ix_memo_parent", "parent_id", "created_ts"),
     # A space's timeline (migration 0003).
     sa.Index("ix_memo_space_timeline", "space_id", "state", "created_ts", "id"),
+    # Tree coverage on SQLite is a range scan (app.access.scope.path_covers);
+    # PostgreSQL also has a GiST index on the ltree form (migration 0005).
+    sa.Index("ix_memo_space_tree", "space_id", "tree"),
 )
 
 # A space: a shared area with a roster and a tree of paths (access.md section
@@ -182,6 +185,68 @@ space_event = sa.Table(
     sa.Column("detail", sa.JSON, nullable=False),
     sa.Column("created_ts", Timestamp, nullable=False),
     sa.Index("ix_space_event_space", "space_id", "id"),
+)
+
+# Groups of a space (access.md section 4): a grant to a group counts for its
+# ACTIVE members only. ``sqlite_autoincrement`` so a deleted group's id is
+# never reused by a newer group (a stale grant must never fall into it).
+space_group = sa.Table(
+    "space_group",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "space_id", sa.Integer, sa.ForeignKey("space.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("title", sa.String(256), nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Index("ix_space_group_space_id", "space_id"),
+    sqlite_autoincrement=True,
+)
+
+space_group_member = sa.Table(
+    "space_group_member",
+    metadata,
+    sa.Column(
+        "group_id",
+        sa.Integer,
+        sa.ForeignKey("space_group.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.PrimaryKeyConstraint("group_id", "user_id"),
+    # "the caller's groups": the scope query starts from the user.
+    sa.Index("ix_space_group_member_user_id", "user_id"),
+)
+
+# Tree grants: ``level`` (READ 1 < WRITE 2 < OWNER 3) at ``path`` (canonical
+# dotted, "" is the root) and below, to exactly one principal (a user or a
+# group of the space). Additive; there are no deny rows.
+space_grant = sa.Table(
+    "space_grant",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "space_id", sa.Integer, sa.ForeignKey("space.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=True
+    ),
+    sa.Column(
+        "group_id", sa.Integer, sa.ForeignKey("space_group.id", ondelete="CASCADE"), nullable=True
+    ),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("level", sa.Integer, nullable=False),
+    sa.Column("created_by", sa.Integer, nullable=False),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.CheckConstraint("(user_id IS NULL) <> (group_id IS NULL)", name="one_principal"),
+    sa.CheckConstraint("level >= 1 AND level <= 3", name="level"),
+    sa.Index("ix_space_grant_space_id_user_id", "space_id", "user_id"),
+    sa.Index("ix_space_grant_space_id_group_id", "space_id", "group_id"),
+    # The scope query of one caller across all its spaces.
+    sa.Index("ix_space_grant_user_id", "user_id"),
+    sqlite_autoincrement=True,
 )
 
 # Tags are stored with their ancestors (#a/b stores "a" and "a/b"), so that
@@ -299,3 +364,12 @@ signin_failure = sa.Table(
     sa.Index(None, "username", "created_ts"),
     sa.Index(None, "remote", "created_ts"),
 )
+
+
+# Integer ids are never reused on SQLite (AUTOINCREMENT), as on PostgreSQL
+# (sequences): history rows, tree paths (``home.<user id>``) and resource
+# names outlive their rows, and must not attach to a newcomer that happens
+# to get the same id.
+for _table in metadata.tables.values():
+    if "id" in _table.c and _table.c.id.primary_key and _table.c.id.autoincrement is True:
+        _table.dialect_options["sqlite"]["autoincrement"] = True

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
+import sqlalchemy as sa
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode
 from app.access.caller import Caller
-from app.access.writes import can_write_memo, key_may_write
+from app.access.paths import parse_tree_path
+from app.access.scope import EMPTY_SCOPE, load_scope
+from app.access.writes import can_comment, can_write_memo, key_may_write
 from app.api.structs import resource_id, valid_uid
-from app.errors import PermissionDenied
+from app.db.schema import space
+from app.errors import InvalidArgument, PermissionDenied
+from app.memos.schemas import MemoIn
 from app.memos.service import load_for_read
 
 MemoName = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
@@ -34,12 +40,41 @@ async def readable_memo(
     return await load_for_read(conn, memo_uid(name), caller, mode)
 
 
-def require_writer(caller: Caller, row: Any, action: str) -> None:
-    """403 unless the caller may change the memo (its creator, with a writing key)."""
+async def require_writer(conn: AsyncConnection, caller: Caller, row: Any, action: str) -> None:
+    """403 unless the caller may change the memo (the write rule, with its live scope)."""
     if not key_may_write(caller):
         raise PermissionDenied("this access token is read-only")
-    if not can_write_memo(caller, row.creator_id, row.visibility):
+    scope = EMPTY_SCOPE if row.space_id is None else await load_scope(conn, caller, row.space_id)
+    if not can_write_memo(caller, row.creator_id, row.visibility, row.space_id, row.tree, scope):
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can {action}")
 
 
-__all__ = ["MemoName", "memo_uid", "readable_memo", "require_writer"]
+async def comment_placement(
+    conn: AsyncConnection, caller: Caller, parent: Any, data: MemoIn
+) -> MemoIn:
+    """The comment's body, placed where the rule puts it; 403 when it may not be written.
+
+    A comment on a SPACE memo takes the parent's space and path (a client
+    may repeat them, never change them) and needs WRITE there.
+    """
+    if not key_may_write(caller):
+        raise PermissionDenied("this access token is read-only")
+    if parent.visibility != "SPACE":
+        return data
+    uid = (
+        await conn.execute(sa.select(space.c.uid).where(space.c.id == parent.space_id))
+    ).scalar_one()
+    name = f"spaces/{uid}"
+    if isinstance(data.visibility, str) and data.visibility != "SPACE":
+        raise InvalidArgument("visibility: a comment on a SPACE memo is SPACE")
+    if isinstance(data.space, str) and data.space not in (name, uid):
+        raise InvalidArgument("space: a comment takes its parent's space")
+    if isinstance(data.tree, str) and parse_tree_path(data.tree, caller.user_id) != parent.tree:
+        raise InvalidArgument("tree: a comment takes its parent's path")
+    scope = await load_scope(conn, caller, parent.space_id)
+    if not can_comment(caller, parent.visibility, parent.space_id, parent.tree, scope):
+        raise PermissionDenied(f"tree: no write access at the path of memo {parent.uid!r}")
+    return msgspec.structs.replace(data, visibility="SPACE", space=name, tree=parent.tree)
+
+
+__all__ = ["MemoName", "comment_placement", "memo_uid", "readable_memo", "require_writer"]

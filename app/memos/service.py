@@ -156,6 +156,18 @@ def _require_writer(caller: Caller) -> None:
         raise PermissionDenied("this access token is read-only")
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedMemo:
+    """A create that passed every check (key, shape, limits, placement): nothing written yet."""
+
+    values: dict[str, Any]
+    tags: tuple[str, ...]
+
+    @property
+    def uid(self) -> str:
+        return str(self.values["uid"])
+
+
 async def create_memo(
     conn: AsyncConnection,
     ctx: WriteContext,
@@ -163,6 +175,17 @@ async def create_memo(
     uid: str | None,
     parent_id: int | None = None,
 ) -> int:
+    return await insert_memo(conn, ctx, await prepare_memo(conn, ctx, data, uid, parent_id))
+
+
+async def prepare_memo(
+    conn: AsyncConnection,
+    ctx: WriteContext,
+    data: MemoIn,
+    uid: str | None,
+    parent_id: int | None = None,
+) -> PreparedMemo:
+    """Every check a create makes, without looking at or writing any memo row."""
     _require_writer(ctx.caller)
     uid = valid_uid(uid) if uid else secrets.token_hex(11)
     values = _content_columns(
@@ -200,14 +223,19 @@ async def create_memo(
     )
     if not isinstance(data.location, msgspec.UnsetType):
         values.update(_location(data.location))
+    return PreparedMemo(values, tags)
+
+
+async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> int:
+    """Insert a prepared memo with its tags and CREATE event; 409 if the id is taken."""
     try:
         async with conn.begin_nested():
             memo_id = (
-                await conn.execute(memo.insert().values(**values).returning(memo.c.id))
+                await conn.execute(memo.insert().values(**prepared.values).returning(memo.c.id))
             ).scalar_one()
     except IntegrityError:
-        raise AlreadyExists(f"memo {uid!r} already exists") from None
-    await _replace_tags(conn, memo_id, tags)
+        raise AlreadyExists(f"memo {prepared.uid!r} already exists") from None
+    await _replace_tags(conn, memo_id, prepared.tags)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
     return int(memo_id)
 
@@ -312,7 +340,10 @@ async def update_memo(
     if not _may_write(ctx.caller, row, scope):
         if not key_may_write(ctx.caller):
             raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(f"memo {row.uid!r}: only its creator can change it")
+        raise PermissionDenied(
+            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
+            "its path can change it"
+        )
     if if_match is not None and if_match.strip() not in (etag(row), "*"):
         raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
     values: dict[str, Any] = {}
@@ -374,7 +405,10 @@ async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> Non
     if not _may_write(ctx.caller, row, await _scope_of(conn, ctx.caller, row.space_id)):
         if not key_may_write(ctx.caller):
             raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(f"memo {row.uid!r}: only its creator can delete it")
+        raise PermissionDenied(
+            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
+            "its path can delete it"
+        )
     prior = {k: getattr(row, k) for k in TRACKED}
     await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
     # Comments go with their parent; tags, relations, reactions cascade.

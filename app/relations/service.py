@@ -32,7 +32,7 @@ async def set_references(
     row: Any,
     relations: list[RelationIn],
 ) -> None:
-    require_writer(caller, row, "set its relations")
+    await require_writer(conn, caller, row, "set its relations")
     if len(relations) > MAX_RELATIONS:
         raise InvalidArgument(f"relations: at most {MAX_RELATIONS} relations")
     targets: dict[int, None] = {}

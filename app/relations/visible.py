@@ -17,6 +17,11 @@ from app.access.caller import Caller
 from app.db.schema import memo, memo_relation
 from app.memos import schemas
 
+# Module-level aliases: the audience predicate is memoised per table, so the
+# same alias objects must be reused across requests.
+SRC = memo.alias("src")
+DST = memo.alias("dst")
+
 
 async def visible_relations(
     conn: AsyncConnection, ids: list[int], caller: Caller | None, mode: AccessMode
@@ -24,8 +29,7 @@ async def visible_relations(
     """Relations touching the memos ``ids`` whose both ends the caller can read."""
     if not ids:
         return {}
-    src = memo.alias("src")
-    dst = memo.alias("dst")
+    src, dst = SRC, DST
     query = (
         sa.select(
             memo_relation.c.memo_id,

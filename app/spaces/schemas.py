@@ -78,3 +78,63 @@ class MemberIn(In):
     role: str | msgspec.UnsetType = msgspec.UNSET
     name: Any = msgspec.UNSET
     user: Any = msgspec.UNSET
+
+
+class Group(Out):
+    name: str  # spaces/{space}/groups/{id}
+    title: str
+    create_time: str = ""
+
+
+class GroupIn(In):
+    title: str
+    name: Any = msgspec.UNSET
+
+
+class ListGroupsResponse(Out):
+    groups: list[Group]
+
+
+class GroupMember(Out):
+    name: str  # spaces/{space}/groups/{id}/members/{username}
+    user: str  # users/{username}
+
+
+class GroupMemberIn(In):
+    user: str
+
+
+class ListGroupMembersResponse(Out):
+    members: list[GroupMember]
+
+
+class Grant(Out):
+    name: str  # spaces/{space}/grants/{id}
+    principal: str  # users/{username} or spaces/{space}/groups/{id}
+    path: str  # canonical dotted; "" is the root
+    level: str  # READ | WRITE | OWNER
+    create_time: str = ""
+
+
+class GrantIn(In):
+    principal: str
+    path: str
+    level: str
+    name: Any = msgspec.UNSET
+
+
+class ListGrantsResponse(Out):
+    grants: list[Grant]
+
+
+class EffectiveGrant(Out):
+    path: str
+    level: str
+
+
+class Access(Out):
+    """The caller's effective grants in a space, after any key ceiling, normalised."""
+
+    space: str
+    grants: list[EffectiveGrant]
+    restricted: bool = False

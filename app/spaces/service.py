@@ -35,7 +35,7 @@ from app.errors import (
     NotFound,
     PermissionDenied,
 )
-from app.spaces import roster, schemas
+from app.spaces import provisioning, roster, schemas
 
 MEMO_TRACKED = (
     "content",
@@ -190,6 +190,9 @@ async def create_space(
             created_ts=ctx.now,
             updated_ts=ctx.now,
         )
+    )
+    await provisioning.provision(
+        conn, space_id, ctx.caller.user_id, provisioning.creator_grants(ctx.caller.user_id), ctx.now
     )
     await _event(conn, ctx, space_id, "CREATE", {"title": values["title"]})
     row = (await conn.execute(sa.select(space).where(space.c.id == space_id))).one()
@@ -478,7 +481,13 @@ async def accept(
         .where(space_member.c.space_id == row.id, space_member.c.user_id == ctx.caller.user_id)
         .values(state="ACTIVE", updated_ts=ctx.now)
     )
-    # The grants this acceptance implies (applied once tree grants exist).
+    await provisioning.provision(
+        conn,
+        row.id,
+        ctx.caller.user_id,
+        provisioning.member_grants_on_accept(ctx.caller.user_id, row.default_member_grants),
+        ctx.now,
+    )
     await _event(
         conn,
         ctx,
@@ -563,6 +572,7 @@ async def remove_member(conn: AsyncConnection, ctx: SpaceContext, uid: str, user
             space_member.c.space_id == row.id, space_member.c.user_id == target.id
         )
     )
+    await provisioning.drop_member_access(conn, row.id, target.id)
     await _event(conn, ctx, row.id, "LEAVE" if leaving else "REMOVE", {"user_id": target.id})
 
 

@@ -58,6 +58,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer(), server_default="1", nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memo")),
         sa.UniqueConstraint("uid", name=op.f("uq_memo_uid")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("memo", schema=None) as batch_op:
         batch_op.create_index(
@@ -93,6 +94,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("created_ts", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memo_event")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("memo_event", schema=None) as batch_op:
         batch_op.create_index(
@@ -106,6 +108,7 @@ def upgrade() -> None:
         sa.Column("remote", sa.String(length=64), nullable=False),
         sa.Column("created_ts", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_signin_failure")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("signin_failure", schema=None) as batch_op:
         batch_op.create_index(
@@ -134,6 +137,7 @@ def upgrade() -> None:
         sa.Column("updated_ts", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_user_account")),
         sa.UniqueConstraint("username", name=op.f("uq_user_account_username")),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "access_token",
@@ -154,6 +158,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_access_token")),
         sa.UniqueConstraint("token_hash", name=op.f("uq_access_token_token_hash")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("access_token", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_access_token_user_id"), ["user_id"], unique=False)
@@ -178,6 +183,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_attachment")),
         sa.UniqueConstraint("uid", name=op.f("uq_attachment_uid")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("attachment", schema=None) as batch_op:
         batch_op.create_index(
@@ -204,6 +210,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_auth_session")),
         sa.UniqueConstraint("token_hash", name=op.f("uq_auth_session_token_hash")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("auth_session", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_auth_session_user_id"), ["user_id"], unique=False)
@@ -248,6 +255,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memo_share")),
         sa.UniqueConstraint("token", name=op.f("uq_memo_share_token")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("memo_share", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_memo_share_memo_id"), ["memo_id"], unique=False)
@@ -288,6 +296,7 @@ def upgrade() -> None:
             "reaction_type",
             name=op.f("uq_reaction_memo_id_creator_id_reaction_type"),
         ),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "saved_view",
@@ -304,6 +313,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_saved_view")),
+        sqlite_autoincrement=True,
     )
     with op.batch_alter_table("saved_view", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_saved_view_user_id"), ["user_id"], unique=False)

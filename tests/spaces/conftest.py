@@ -71,3 +71,12 @@ async def restricted_key(actor: Actor, **restriction: Any) -> Any:
         f"/api/v1/users/{actor.username}/personalAccessTokens",
         json={"description": "agent", "restriction": restriction},
     )
+
+
+async def own_root(admin: Actor, space: str) -> None:
+    """The space ADMIN grants itself OWNER at the root (the explicit, logged action)."""
+    r = await admin.post(
+        f"/api/v1/{space}/grants",
+        json={"principal": f"users/{admin.username}", "path": "", "level": "OWNER"},
+    )
+    assert r.status_code == 200, r.text

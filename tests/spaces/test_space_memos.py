@@ -12,7 +12,7 @@ from app.db.engine import create_engine
 from app.db.schema import memo_share
 from app.settings import Settings
 from tests.conftest import Actor
-from tests.spaces.conftest import Team, space_memo
+from tests.spaces.conftest import Team, own_root, space_memo
 
 
 @pytest.mark.parametrize(
@@ -56,6 +56,9 @@ async def test_space_memo_shape_and_audience(
     assert created["visibility"] == "SPACE"  # implied by naming a space
     assert created["space"] == team.name and created["tree"] == "~.notes"
     bob_id = created["tree"]  # rendered relative for its own home
+    # Creating the space gave alice no root: bob's home is hidden until she takes it.
+    assert (await alice.get(f"/api/v1/{created['name']}")).status_code == 404
+    await own_root(alice, team.name)
     seen_by_alice = (await alice.get(f"/api/v1/{created['name']}")).json()
     assert seen_by_alice["space"] == team.name
     assert seen_by_alice["tree"].startswith("home.") and seen_by_alice["tree"].endswith(".notes")
@@ -70,13 +73,18 @@ async def test_space_memo_shape_and_audience(
     assert (await client.get("/api/v1/memos")).json()["memos"] == []
 
 
-async def test_only_the_creator_member_edits_a_space_memo(
-    alice: Actor, bob: Actor, team: Team
+async def test_creator_with_write_or_owner_edits_a_space_memo(
+    alice: Actor, bob: Actor, carol: Actor, team: Team
 ) -> None:
+    await carol.post(f"/api/v1/{team.name}/invitations/carol:accept")
     memo = (await space_memo(bob, team.name, "share", content="original")).json()
-    r = await alice.patch(f"/api/v1/{memo['name']}?updateMask=content", json={"content": "no"})
+    # carol has WRITE at share (the default) but did not write this memo.
+    r = await carol.patch(f"/api/v1/{memo['name']}?updateMask=content", json={"content": "no"})
     assert r.status_code == 403
-    assert (await alice.delete(f"/api/v1/{memo['name']}")).status_code == 403
+    assert (await carol.delete(f"/api/v1/{memo['name']}")).status_code == 403
+    # alice owns share (the creator's default): an owner edits anyone's memo there.
+    r = await alice.patch(f"/api/v1/{memo['name']}?updateMask=pinned", json={"pinned": True})
+    assert r.status_code == 200, r.text
     r = await bob.patch(f"/api/v1/{memo['name']}?updateMask=content", json={"content": "edited"})
     assert r.status_code == 200 and r.json()["content"] == "edited"
     assert r.json()["space"] == team.name and r.json()["tree"] == "share"
@@ -170,6 +178,7 @@ async def test_shared_memo_cannot_become_space(settings: Settings, bob: Actor, t
 
 
 async def test_author_who_leaves_loses_read(alice: Actor, bob: Actor, team: Team) -> None:
+    await own_root(alice, team.name)
     memo = (await space_memo(bob, team.name, "~")).json()
     assert (await bob.delete(f"/api/v1/{team.name}/members/bob")).status_code == 200
     assert (await bob.get(f"/api/v1/{memo['name']}")).status_code == 404

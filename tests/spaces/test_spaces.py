@@ -11,7 +11,15 @@ from typing import Any
 from litestar.testing import AsyncTestClient
 
 from tests.conftest import Actor
-from tests.spaces.conftest import Team, create_space, invite, join, restricted_key, space_memo
+from tests.spaces.conftest import (
+    Team,
+    create_space,
+    invite,
+    join,
+    own_root,
+    restricted_key,
+    space_memo,
+)
 
 
 def _everything_in(space: str, other: str) -> list[tuple[str, str, dict[str, Any] | None]]:
@@ -269,6 +277,7 @@ async def test_restricted_keys_and_spaces(
     declared = r.json()["personalAccessToken"]["restriction"]["spaces"][0]
     assert declared["admin"] is False and declared["trees"][0]["path"].startswith("home.")
     narrow = {"Authorization": f"Bearer {r.json()['token']}"}
+    await own_root(alice, team.name)  # so alice's key could reach bob's home
     r = await restricted_key(alice, scope="READ", personal="NONE", spaces=[{"space": team.name}])
     wide = {"Authorization": f"Bearer {r.json()['token']}"}
 

@@ -1,0 +1,36 @@
+"""``POST /api/v1/memos:batchCreate`` (routed as ``/api/v1/memos/:batchCreate``, see server)."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.responses import errors
+from app.deps import requires_user
+from app.instance.store import AccessSettings
+from app.memos.batch import BatchCreateMemosRequest, BatchCreateMemosResponse, batch_create
+from app.memos.service import WriteContext
+
+
+class MemoBatchController(Controller):
+    path = "/api/v1/memos"
+    tags = ("MemoService",)
+
+    @post(
+        "/:batchCreate",
+        operation_id="MemoService_BatchCreateMemos",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(409, 413),
+    )
+    async def batch_create_memos(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        now: int,
+        data: BatchCreateMemosRequest,
+    ) -> BatchCreateMemosResponse:
+        """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``."""
+        return await batch_create(db, WriteContext(caller, access, now), data)

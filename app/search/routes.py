@@ -1,0 +1,73 @@
+"""``GET /api/v1/memos:search`` (routed as ``/api/v1/memos/:search``, see ``app.server``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.datastructures import State
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.paging import page_size as clamp_page_size
+from app.api.responses import errors
+from app.errors import Unauthenticated
+from app.instance.store import AccessSettings
+from app.memos.present import present
+from app.memos.query_filter import memo_filter_clause
+from app.search import schemas
+from app.search.service import DEFAULT_PAGE, SearchQuery, search_memos, validate
+from app.settings import Settings
+
+
+class SearchController(Controller):
+    path = "/api/v1/memos"
+    tags = ("MemoService",)
+
+    @get("/:search", operation_id="MemoService_SearchMemos", responses=errors())
+    async def search_memos(
+        self,
+        db: AsyncConnection,
+        caller: Caller | None,
+        access: AccessSettings,
+        settings: Settings,
+        state: State,
+        now: int,
+        text: Annotated[str | None, Parameter(query="query")] = None,
+        mode: Annotated[str | None, Parameter(query="mode", max_length=32)] = None,
+        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        pool_size: Annotated[int | None, Parameter(query="poolSize", ge=-(2**31), le=2**31)] = None,
+    ) -> schemas.SearchMemosResponse:
+        """Memos ranked by relevance: full-text and embeddings fused by RRF (k=60)."""
+        if caller is None and access.access_mode.value == "PRIVATE":
+            raise Unauthenticated("sign in to search memos on this instance")
+        query_text, chosen, pool = validate(text, mode, pool_size)
+        q = SearchQuery(
+            caller=caller,
+            access_mode=access.access_mode,
+            text=query_text,
+            mode=chosen,
+            filter_text=filter,
+            filter_clause=memo_filter_clause(filter, now=now, dialect_name=db.dialect.name),
+            pool=pool,
+            page_size=clamp_page_size(page_size) if page_size else DEFAULT_PAGE,
+            page_token=page_token or None,
+        )
+        page = await search_memos(db, state.search, q, settings.secret)
+        memos = await present(db, [page.rows[h.memo_id] for h in page.hits], caller, q.access_mode)
+        return schemas.SearchMemosResponse(
+            results=[
+                schemas.SearchResult(
+                    memo=m,
+                    score=h.score,
+                    lexical_rank=h.lexical_rank,
+                    semantic_rank=h.semantic_rank,
+                )
+                for h, m in zip(page.hits, memos, strict=True)
+            ],
+            next_page_token=page.next_token,
+            pending_embeddings=page.pending,
+        )

@@ -1,0 +1,327 @@
+"""The semantic arm: the ``pool`` admitted memos nearest to the query vector.
+
+Only vectors stamped with the current model and dimension are ranked, so a
+model change never mixes two embedding spaces in one ranking.
+
+- PostgreSQL with pgvector: one statement, ``ORDER BY embedding <=> :q``
+  with the admission conditions in WHERE, served by the HNSW index of the
+  dimension; ``hnsw.iterative_scan = relaxed_order`` keeps scanning the graph
+  until ``pool`` admitted rows are found (so selective audiences still fill
+  the pool), and the rows are re-sorted by exact distance.
+- Elsewhere (SQLite, PostgreSQL without pgvector): the admitted ids and their
+  content hashes are selected in SQL, and numpy scores exactly those vectors,
+  decoding only the ones not already cached for that (id, hash).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.db.schema import memo
+from app.search.ddl import HNSW_DIMS
+from app.search.embedder import Vectors
+from app.search.tables import HalfVec, memo_embedding, memo_embedding_pgvector
+from app.search.vectors import VectorCache, decode, pgvector_text
+
+FETCH_CHUNK = 5000
+
+
+def pgvector_statement(
+    model: str, query: Vectors, admitted: Sequence[ColumnElement[bool]], pool: int
+) -> sa.Select[Any]:
+    """Nearest admitted vectors of ``model``. The dimension is rendered as a literal so
+    the planner can match the partial HNSW index (``WHERE dim = 384``) in generic plans."""
+    e = memo_embedding_pgvector
+    dim = int(query.shape[0])
+    target = sa.cast(sa.cast(sa.literal(pgvector_text(query)), sa.Text), HalfVec(dim))
+    column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
+    distance = column.op("<=>", return_type=sa.Float)(target)
+    return (
+        sa.select(e.c.memo_id, distance.label("distance"))
+        .select_from(e.join(memo, memo.c.id == e.c.memo_id))
+        .where(e.c.model == model, e.c.dim == sa.literal_column(str(dim)), *admitted)
+        .order_by(distance)
+        .limit(pool)
+    )
+
+
+async def pgvector_ranking(
+    conn: AsyncConnection,
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> list[int]:
+    await conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    await conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(40, min(2 * pool, 1000))}")
+    rows = list(await conn.execute(pgvector_statement(model, query, admitted, pool)))
+    rows.sort(key=lambda r: (r.distance, -r.memo_id))
+    return [r.memo_id for r in rows]
+
+
+def _joined(model: str, dim: int) -> sa.Join:
+    e = memo_embedding
+    return memo.outerjoin(e, sa.and_(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim))
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    admitted: int  # memos the caller's search ranges over
+    embedded: int  # ...of which have a vector of the current model
+
+    @property
+    def pending(self) -> int:
+        return self.admitted - self.embedded
+
+
+async def coverage(
+    conn: AsyncConnection, model: str, dim: int, admitted: Sequence[ColumnElement[bool]]
+) -> Coverage:
+    e = memo_embedding
+    row = (
+        await conn.execute(
+            sa.select(sa.func.count(), sa.func.count(e.c.memo_id))
+            .select_from(_joined(model, dim))
+            .where(*admitted)
+        )
+    ).one()
+    return Coverage(int(row[0]), int(row[1]))
+
+
+def _int_list(text: str | None) -> npt.NDArray[np.int64]:
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.array(text.split(","), dtype=np.int64)
+
+
+async def exact_ranking(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> tuple[list[int], Coverage]:
+    """The exact arm, and (for free, from the same scan) the caller's coverage.
+
+    The admitted ids and content hashes come back as two comma-joined strings
+    from one aggregate row: for a caller who sees 100k memos, that is far
+    cheaper than 100k result rows through the async driver.
+    """
+    e = memo_embedding
+    dim = int(query.shape[0])
+    if conn.dialect.name == "sqlite":
+        ids_agg = sa.func.group_concat(e.c.memo_id)
+        keys_agg = sa.func.group_concat(e.c.content_hash)
+    else:
+        ids_agg = sa.func.string_agg(sa.cast(e.c.memo_id, sa.Text), ",")
+        keys_agg = sa.func.string_agg(sa.cast(e.c.content_hash, sa.Text), ",")
+    row = (
+        await conn.execute(
+            sa.select(sa.func.count(), ids_agg, keys_agg)
+            .select_from(_joined(model, dim))
+            .where(*admitted)
+        )
+    ).one()
+    ids, keys = _int_list(row[1]), _int_list(row[2])
+    covered = Coverage(int(row[0]), len(ids))
+    if not len(ids):
+        return [], covered
+    hit_ids, hit_rows, missed = cache.lookup(ids, keys)
+    if len(missed):
+        wanted = dict(zip(ids.tolist(), keys.tolist(), strict=True))
+        extra_ids: list[int] = []
+        extra_rows: list[int] = []
+        for start in range(0, len(missed), FETCH_CHUNK):
+            chunk = missed[start : start + FETCH_CHUNK].tolist()
+            for memo_id, key, blob in await conn.execute(
+                sa.select(e.c.memo_id, e.c.content_hash, e.c.vector).where(
+                    e.c.memo_id.in_(chunk), e.c.model == model, e.c.dim == dim
+                )
+            ):
+                if wanted.get(memo_id) != key:
+                    continue  # rewritten between the two reads: skip it this time
+                extra_ids.append(memo_id)
+                extra_rows.append(cache.store(memo_id, key, decode(blob, dim)))
+        hit_ids = np.concatenate([hit_ids, np.asarray(extra_ids, dtype=np.int64)])
+        hit_rows = np.concatenate([hit_rows, np.asarray(extra_rows, dtype=np.int64)])
+    scores = cache.scores(hit_rows, query)
+    order = _ordered(hit_ids, scores, pool)[:pool]
+    return hit_ids[order].tolist(), covered
+
+
+# --- SQLite: every current vector in memory, kept in step through memo_embedding_log ---
+
+FULL_RELOAD_CHANGES = 20_000  # replaying more changes than this costs more than a reload
+WALK_WINDOW = 1024  # most similar vectors checked for admission, then scan admitted ids
+WALK_FIRST = 100  # candidates in the first admission check (at least 2 x pool)
+PENDING_PROBE = 20_000  # ids without a cached vector counted by id list, else a scan
+
+
+async def has_embedding_log(conn: AsyncConnection, cache: VectorCache) -> bool:
+    """Whether this SQLite database has the change log (databases migrated before it
+    was added keep the admitted-ids scan of ``exact_ranking``)."""
+    if cache.has_log is None:
+        found = await conn.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memo_embedding_log'"
+        )
+        cache.has_log = found.first() is not None
+    return cache.has_log
+
+
+async def _load(
+    conn: AsyncConnection, cache: VectorCache, model: str, dim: int, ids: list[int] | None
+) -> None:
+    """(Re)load the current vectors of ``ids`` (all when ``None``); ids without one are
+    forgotten."""
+    e = memo_embedding
+    stmt = sa.select(e.c.memo_id, e.c.content_hash, e.c.vector).where(
+        e.c.model == model, e.c.dim == dim
+    )
+    if ids is None:
+        for memo_id, key, blob in await conn.execute(stmt):
+            cache.store(memo_id, key, decode(blob, dim))
+        return
+    for start in range(0, len(ids), FETCH_CHUNK):
+        chunk = ids[start : start + FETCH_CHUNK]
+        seen = set()
+        for memo_id, key, blob in await conn.execute(stmt.where(e.c.memo_id.in_(chunk))):
+            cache.store(memo_id, key, decode(blob, dim))
+            seen.add(memo_id)
+        for memo_id in chunk:
+            if memo_id not in seen:
+                cache.remove(memo_id)
+
+
+async def sync_cache(conn: AsyncConnection, cache: VectorCache, model: str, dim: int) -> None:
+    """Bring the cache up to the database's current vectors of ``model``.
+
+    Cheap when nothing changed (one primary-key range read of the log). Another
+    process's write is in the log once committed, so it is seen at the next query.
+    The log position is read *before* the vectors, so a write racing the read is
+    replayed next time (replaying is idempotent: it reloads current rows).
+    """
+    start = cache.synced_seq
+    if start is not None:
+        changed: list[Any] = list(
+            await conn.exec_driver_sql(
+                "SELECT seq, memo_id FROM memo_embedding_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (start, FULL_RELOAD_CHANGES + 1),
+            )
+        )
+        if not changed:
+            return
+        oldest = (await conn.exec_driver_sql("SELECT min(seq) FROM memo_embedding_log")).scalar()
+        if len(changed) <= FULL_RELOAD_CHANGES and oldest is not None and oldest <= start + 1:
+            await _load(conn, cache, model, dim, sorted({int(r[1]) for r in changed}))
+            if cache.synced_seq == start:  # a concurrent sync may have moved on
+                cache.synced_seq = int(changed[-1][0])
+            return
+    head = (await conn.exec_driver_sql("SELECT max(seq) FROM memo_embedding_log")).scalar()
+    cache.clear()
+    await _load(conn, cache, model, dim, None)
+    cache.synced_seq = int(head or 0)
+
+
+def _ordered(
+    ids: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], count: int
+) -> npt.NDArray[np.int64]:
+    """Indices of the ``count`` best (ties at the cut included), by score then newer id."""
+    if len(scores) > count:
+        cut = np.partition(scores, len(scores) - count)[len(scores) - count]
+        keep = np.nonzero(scores >= cut)[0]
+    else:
+        keep = np.arange(len(scores))
+    order = np.lexsort((-ids[keep], -scores[keep]))
+    out: npt.NDArray[np.int64] = keep[order]
+    return out
+
+
+def _admitted_batch(
+    model: str, dim: int, batch: list[int], admitted: Sequence[ColumnElement[bool]]
+) -> sa.Select[Any]:
+    e = memo_embedding
+    return (
+        sa.select(memo.c.id)
+        .select_from(
+            memo.join(e, sa.and_(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim))
+        )
+        .where(memo.c.id.in_(batch), *admitted)
+    )
+
+
+async def walk_ranking(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> list[int] | None:
+    """The ``pool`` most similar admitted memos, or ``None`` when few memos are admitted.
+
+    One matrix product scores every cached vector; candidates are then checked
+    for admission in similarity order, a batch of ids per statement, so a
+    hidden memo is skipped, never ranked. When the admitted share looks too
+    small to fill the pool from the ``WALK_WINDOW`` best, the caller
+    falls back to scanning the admitted ids (fast exactly when few are admitted).
+    """
+    ids, scores = cache.score_all(query)
+    dim = int(query.shape[0])
+    order = _ordered(ids, scores, WALK_WINDOW)
+    found: list[int] = []
+    walked = 0
+    size = max(2 * pool, WALK_FIRST)  # one batch when most memos are admitted
+    while walked < len(order):
+        batch = ids[order[walked : walked + size]].tolist()
+        ok = set((await conn.execute(_admitted_batch(model, dim, batch, admitted))).scalars())
+        found.extend(memo_id for memo_id in batch if memo_id in ok)
+        walked += len(batch)
+        if len(found) >= pool:
+            return found[:pool]
+        left = len(order) - walked
+        if left and len(found) + left * len(found) / walked < pool:
+            break  # at this admitted rate the window cannot fill the pool
+        # next batch: what the observed rate needs, with a margin
+        need = (pool - len(found)) * walked / len(found) * 1.5 if found else 2 * walked
+        size = max(1, min(WALK_WINDOW, int(need) + 1))
+    if len(order) == len(ids) and walked == len(order):
+        return found  # every cached vector was considered
+    return None
+
+
+async def pending_count(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    dim: int,
+    admitted: Sequence[ColumnElement[bool]],
+) -> int | None:
+    """Admitted memos without a current vector, probing only ids the synced cache lacks
+    (``None`` when there are too many such ids: use ``coverage``)."""
+    max_id = (await conn.execute(sa.select(sa.func.max(memo.c.id)))).scalar()
+    if max_id is None:
+        return 0
+    probe = cache.missing(int(max_id))
+    if len(probe) > PENDING_PROBE:
+        return None
+    if not len(probe):
+        return 0
+    e = memo_embedding
+    ids = sa.select(
+        sa.func.json_each(sa.literal(json.dumps(probe.tolist()))).table_valued("value").c.value
+    )
+    has_vector = sa.exists().where(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim)
+    count = await conn.execute(
+        sa.select(sa.func.count()).where(memo.c.id.in_(ids), ~has_vector, *admitted)
+    )
+    return int(count.scalar_one())

@@ -1,0 +1,155 @@
+"""``SearchMemos``: validate, run both arms under one admission predicate, fuse, page.
+
+Admission is exactly the list's: top-level memos in state NORMAL, the
+audience predicate, and the caller's CEL filter as a separate conjunct (a
+filter can only narrow). Every arm puts it in the WHERE clause of its own
+statement, before its LIMIT.
+
+Paging: the fused list is deterministic for a given query and database
+state; a page token carries the offset into it, signed with a fingerprint of
+query, mode, filter, pool and caller (``app.api.paging``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from app.access.audience import AccessMode, audience_predicate
+from app.access.caller import Caller
+from app.api.paging import decode_token, encode_token, fingerprint
+from app.db.schema import memo
+from app.errors import InvalidArgument
+from app.search.fusion import Fused, rrf
+from app.search.lexical import lexical_ranking
+from app.search.runtime import SearchRuntime
+from app.search.semantic import (
+    coverage,
+    exact_ranking,
+    has_embedding_log,
+    pending_count,
+    pgvector_ranking,
+    sync_cache,
+    walk_ranking,
+)
+from app.search.terms import MAX_QUERY_CHARS, parse_terms
+
+MODES = ("hybrid", "lexical", "semantic")
+DEFAULT_POOL = 50
+MAX_POOL = 200
+DEFAULT_PAGE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    caller: Caller | None
+    access_mode: AccessMode
+    text: str
+    mode: str = "hybrid"
+    filter_text: str | None = None
+    filter_clause: ColumnElement[bool] | None = None
+    pool: int = DEFAULT_POOL
+    page_size: int = DEFAULT_PAGE
+    page_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    hits: list[Fused]
+    rows: dict[int, Any]
+    next_token: str
+    pending: int
+
+
+def validate(text: str | None, mode: str | None, pool: int | None) -> tuple[str, str, int]:
+    """The query text, mode and pool size, or a 400 naming the problem."""
+    if text is None or not text.strip():
+        raise InvalidArgument("query: must not be empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidArgument(
+            f"query: {len(text)} characters exceeds the limit of {MAX_QUERY_CHARS}"
+        )
+    chosen = (mode or "hybrid").strip().lower()
+    if chosen not in MODES:
+        raise InvalidArgument(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+    if pool is None or pool == 0:
+        pool = DEFAULT_POOL
+    if not 1 <= pool <= MAX_POOL:
+        raise InvalidArgument(f"poolSize: must be between 1 and {MAX_POOL}")
+    return text.strip(), chosen, pool
+
+
+def admission(q: SearchQuery) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = [
+        memo.c.parent_id.is_(None),
+        memo.c.state == "NORMAL",
+        audience_predicate(q.caller, q.access_mode),
+    ]
+    if q.filter_clause is not None:
+        conditions.append(q.filter_clause.self_group())
+    return conditions
+
+
+async def search_memos(
+    conn: AsyncConnection, runtime: SearchRuntime, q: SearchQuery, secret: str
+) -> SearchPage:
+    query_id = fingerprint(
+        "search", q.text, q.mode, q.filter_text, q.pool, q.caller.user_id if q.caller else None
+    )
+    offset = 0
+    if q.page_token:
+        key = decode_token(secret, query_id, q.page_token)
+        if len(key) != 1 or type(key[0]) is not int or key[0] < 0:
+            raise InvalidArgument("pageToken: invalid page token")
+        offset = key[0]
+    admitted = admission(q)
+    lexical: list[int] = []
+    semantic: list[int] = []
+    if q.mode in ("hybrid", "lexical"):
+        lexical = await lexical_ranking(
+            conn, parse_terms(q.text), admitted, q.pool, any_word=q.mode == "lexical"
+        )
+    embedder = runtime.embedder
+    pending: int | None = None
+    cache = runtime.vector_cache(embedder.name, embedder.dim)
+    synced = (
+        not runtime.pgvector
+        and conn.dialect.name == "sqlite"
+        and await has_embedding_log(conn, cache)
+    )
+    if synced:
+        await sync_cache(conn, cache, embedder.name, embedder.dim)
+    if q.mode in ("hybrid", "semantic"):
+        vector = await runtime.embed_query(q.text)
+        if runtime.pgvector:
+            semantic = await pgvector_ranking(conn, embedder.name, vector, admitted, q.pool)
+        else:
+            walked = None
+            if synced:
+                walked = await walk_ranking(conn, cache, embedder.name, vector, admitted, q.pool)
+            if walked is not None:
+                semantic = walked
+            else:
+                semantic, covered = await exact_ranking(
+                    conn, cache, embedder.name, vector, admitted, q.pool
+                )
+                pending = covered.pending
+    if pending is None and synced:
+        pending = await pending_count(conn, cache, embedder.name, embedder.dim, admitted)
+    if pending is None:
+        pending = (await coverage(conn, embedder.name, embedder.dim, admitted)).pending
+    fused = rrf(lexical, semantic)
+    page = fused[offset : offset + q.page_size]
+    next_token = ""
+    if offset + q.page_size < len(fused):
+        next_token = encode_token(secret, query_id, [offset + q.page_size])
+    rows: dict[int, Any] = {}
+    if page:
+        ids = [h.memo_id for h in page]
+        rows = {r.id: r for r in await conn.execute(sa.select(memo).where(memo.c.id.in_(ids)))}
+        page = [h for h in page if h.memo_id in rows]  # deleted since the arms ran
+    return SearchPage(page, rows, next_token, pending)

