@@ -194,7 +194,10 @@ async def plans(engine: AsyncEngine, caller: Caller, shape: Shape) -> dict[str, 
     captured: list[tuple[str, Any]] = []
 
     def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().startswith("SELECT") and "ORDER BY memo.created_ts" in statement:
+        if (
+            statement.lstrip().startswith(("SELECT", "WITH"))
+            and "ORDER BY memo.created_ts" in statement
+        ):
             captured.append((statement, parameters))
 
     sa.event.listen(engine.sync_engine, "before_cursor_execute", capture)
