@@ -21,7 +21,7 @@ from app.instance.store import AccessSettings
 from app.memos import schemas
 from app.memos.listing import ListQuery
 from app.memos.lookup import MemoName, comment_placement, readable_memo
-from app.memos.present import present
+from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import WriteContext
 from app.settings import Settings
@@ -92,4 +92,4 @@ class CommentController(Controller):
         ctx = WriteContext(caller, access, now)
         new_id = await create_comment(db, ctx, parent, data, comment_id or memo_id or None)
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
-        return (await present(db, [row], caller, access.access_mode))[0]
+        return await present_one(db, row, caller, access.access_mode)

@@ -39,6 +39,13 @@ def _origin(value: Any) -> schemas.Origin:
     return schemas.Origin(kind=str(kind or "session"))
 
 
+async def present_one(
+    conn: AsyncConnection, row: Any, caller: Caller | None, mode: AccessMode
+) -> schemas.Memo:
+    """One memo resource (a page of one)."""
+    return (await present(conn, [row], caller, mode))[0]
+
+
 async def present(
     conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
 ) -> list[schemas.Memo]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import sqlalchemy as sa
 from litestar import Controller, Response, delete, get, patch, post
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -12,12 +13,13 @@ from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
+from app.db.schema import memo as memo_table
 from app.deps import requires_user
 from app.errors import InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos import schemas
 from app.memos.listing import ListQuery, list_memos
-from app.memos.present import present
+from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.render import attach_html
 from app.memos.service import (
@@ -40,12 +42,8 @@ View = Annotated[
 async def _one(
     conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings
 ) -> schemas.Memo:
-    import sqlalchemy as sa
-
-    from app.db.schema import memo
-
-    row = (await conn.execute(sa.select(memo).where(memo.c.id == memo_id))).one()
-    return (await present(conn, [row], caller, access.access_mode))[0]
+    row = (await conn.execute(sa.select(memo_table).where(memo_table.c.id == memo_id))).one()
+    return await present_one(conn, row, caller, access.access_mode)
 
 
 class MemoController(Controller):
@@ -118,7 +116,7 @@ class MemoController(Controller):
     ) -> Response[schemas.Memo]:
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
         row = await load_for_read(db, uid, caller, access.access_mode)
-        out = (await present(db, [row], caller, access.access_mode))[0]
+        out = await present_one(db, row, caller, access.access_mode)
         if view == "html":
             attach_html([out])
         return Response(out, headers={"ETag": out.etag})

@@ -25,7 +25,7 @@ from app.api.structs import rfc3339
 from app.db.schema import memo, memo_share, user_account
 from app.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
 from app.memos import schemas
-from app.memos.present import present
+from app.memos.present import present_one
 from app.shares.schemas import MemoShare
 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -140,7 +140,7 @@ async def shared_memo_view(conn: AsyncConnection, row: Any, mode: AccessMode) ->
     Relations name and quote other memos, and reactions name other users; a
     link admits exactly one memo, so both are emptied rather than filtered.
     """
-    out = (await present(conn, [row], None, mode))[0]
+    out = await present_one(conn, row, None, mode)
     out.relations = []
     out.reactions = []
     return out
