@@ -59,8 +59,9 @@ from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
 from app.server import create_app
 from app.settings import Settings
-from bench.corpus import WORDS, CorpusSpec, SeedReport, seed_postgresql, seed_sqlite, tag_pool
+from bench.corpus import WORDS, CorpusSpec, SeedReport, tag_pool
 from bench.databases import BenchDatabase, fresh_database
+from bench.list_memos import seed
 from bench.timing import Progress, Stats, markdown_table, measure, ratio, step
 
 PAGE_SIZE = 50
@@ -297,7 +298,10 @@ async def plans(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> 
     captured: list[tuple[str, Any]] = []
 
     def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().startswith("SELECT") and "ORDER BY memo.created_ts" in statement:
+        if (
+            statement.lstrip().startswith(("SELECT", "WITH"))
+            and "ORDER BY memo.created_ts" in statement
+        ):
             captured.append((statement, parameters))
 
     sa.event.listen(engine.sync_engine, "before_cursor_execute", capture)
@@ -357,13 +361,6 @@ def measure_compiles(dialect: str, n: int) -> dict[str, Any]:
 
 
 # --- the run --------------------------------------------------------------------------------
-
-
-async def seed(db: BenchDatabase, spec: CorpusSpec) -> SeedReport:
-    if db.dialect == "sqlite":
-        assert db.sqlite_path is not None
-        return await asyncio.to_thread(seed_sqlite, str(db.sqlite_path), spec)
-    return await seed_postgresql(db.url, spec)
 
 
 async def run(opts: Options) -> dict[str, Any]:
