@@ -124,8 +124,9 @@ memo = sa.Table(
     sa.Index("ix_memo_pinned_timeline", "state", "pinned", "created_ts", "id"),
     sa.Index("ix_memo_updated_timeline", "state", "updated_ts", "id"),
     sa.Index("ix_memo_parent", "parent_id", "created_ts"),
-    # A space's timeline (migration 0003).
-    sa.Index("ix_memo_space_timeline", "space_id", "state", "created_ts", "id"),
+    # A space's timeline (migration 0003); the trailing tree lets a walk test
+    # a key's tree ceiling on the index entry (migration 0006).
+    sa.Index("ix_memo_space_timeline", "space_id", "state", "created_ts", "id", "tree"),
     # Tree coverage on SQLite is a range scan (app.access.scope.path_covers);
     # PostgreSQL also has a GiST index on the ltree form (migration 0005).
     sa.Index("ix_memo_space_tree", "space_id", "tree"),
