@@ -15,6 +15,13 @@ Shapes chosen for the indexes (see the plan tests):
   ``lower(content) gin_trgm_ops`` index serves.
 - tags: ``memo.id IN (SELECT memo_id FROM memo_tag WHERE tag ...)``, served
   by ``ix_memo_tag_tag``.
+
+Needles in ``dense`` (see ``app.filter.selectivity``: the edge probes how
+common each one is) render per row instead, so SQLite can walk a timeline
+index and stop after one page: a content match as the exact folded ``LIKE``
+alone, a tag membership as a correlated ``EXISTS (SELECT ... FROM memo_tag
+WHERE memo_tag.memo_id = memo.id AND tag ...)`` (the primary key serves it).
+Both forms select exactly the same rows.
 """
 
 from __future__ import annotations
@@ -30,8 +37,17 @@ from app.db.schema import attachment, memo, memo_tag, user_account
 from app.filter import ir
 from app.filter.fold import fold
 from app.filter.literals import INT64_MAX, INT64_MIN
+from app.filter.selectivity import (
+    TRIGRAM_MIN,
+    Needle,
+    TrigramNeedle,
+    candidates,
+    fts_phrase,
+    glob_escape,
+    needle_of,
+)
 
-TRIGRAM_MIN = 3
+__all__ = ["TRIGRAM_MIN", "Renderer", "fts_phrase", "glob_escape", "like_escape"]
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
@@ -41,8 +57,6 @@ _OPS: dict[str, Callable[[Any, Any], Any]] = {
     ">": operator.gt,
     ">=": operator.ge,
 }
-
-_trgm = sa.table("memo_trgm", sa.column("rowid", sa.Integer), sa.column("content", sa.Text))
 
 _MEMO_COLUMNS: dict[str, sa.ColumnElement[Any]] = {
     "content": memo.c.content,
@@ -66,16 +80,6 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def glob_escape(text: str) -> str:
-    """Escape SQLite GLOB metacharacters by bracketing them."""
-    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)
-
-
-def fts_phrase(text: str) -> str:
-    """Quote a needle as one FTS5 phrase, so no character is an FTS operator."""
-    return '"' + text.replace('"', '""') + '"'
-
-
 def user_id_subquery(username: str) -> sa.Select[tuple[int]]:
     """``SELECT id FROM user_account WHERE username = :username``: resolves ``users/{username}``."""
     return sa.select(user_account.c.id).where(user_account.c.username == username)
@@ -86,13 +90,25 @@ def _clamp(value: int) -> int:
 
 
 class Renderer:
-    def __init__(self, *, target: str, dialect_name: str, now: int) -> None:
+    def __init__(
+        self,
+        *,
+        target: str,
+        dialect_name: str,
+        now: int,
+        dense: frozenset[Needle] = frozenset(),
+    ) -> None:
         if dialect_name not in ("sqlite", "postgresql"):
             raise ValueError(f"unsupported dialect {dialect_name!r}")
         self.sqlite = dialect_name == "sqlite"
         self.target = target
         self.columns = _MEMO_COLUMNS if target == "memo" else _ATTACHMENT_COLUMNS
         self.now = now
+        self.dense = dense
+
+    def _is_dense(self, pred: ir.Pred) -> bool:
+        needle = needle_of(pred, self.target)
+        return needle is not None and needle in self.dense
 
     def render(self, pred: ir.Pred) -> ColumnElement[bool]:
         method: Callable[[Any], ColumnElement[bool]] = getattr(self, f"_{type(pred).__name__}")
@@ -170,10 +186,10 @@ class Renderer:
         exact = self._fold(column).like(
             self._pattern(pred.op, like_escape(needle), "%"), escape="\\"
         )
-        if pred.field != "content" or self.target != "memo" or len(needle) < TRIGRAM_MIN:
+        trigram = needle_of(pred, self.target)
+        if not isinstance(trigram, TrigramNeedle) or trigram in self.dense:
             return exact
-        candidates = sa.select(_trgm.c.rowid).where(_trgm.c.content.match(fts_phrase(needle)))
-        return sa.and_(memo.c.id.in_(candidates), exact)
+        return sa.and_(memo.c.id.in_(candidates(trigram)), exact)
 
     def _Regex(self, pred: ir.Regex) -> ColumnElement[bool]:
         return self.columns[pred.field].regexp_match(pred.pattern)
@@ -235,7 +251,9 @@ class Renderer:
     def _Creator(self, pred: ir.Creator) -> ColumnElement[bool]:
         return memo.c.creator_id.in_(user_id_subquery(pred.username))
 
-    def _tagged(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+    def _tagged(self, pred: ir.Pred, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+        if self._is_dense(pred):
+            return sa.exists(self._own_tags(condition))
         return memo.c.id.in_(sa.select(memo_tag.c.memo_id).where(condition))
 
     def _tag_pred(self, op: str, value: str) -> ColumnElement[bool]:
@@ -251,10 +269,10 @@ class Renderer:
         )
 
     def _TagHas(self, pred: ir.TagHas) -> ColumnElement[bool]:
-        return self._tagged(memo_tag.c.tag == pred.tag)
+        return self._tagged(pred, memo_tag.c.tag == pred.tag)
 
     def _TagAny(self, pred: ir.TagAny) -> ColumnElement[bool]:
-        return self._tagged(memo_tag.c.tag.in_(pred.tags))
+        return self._tagged(pred, memo_tag.c.tag.in_(pred.tags))
 
     def _TagOnly(self, pred: ir.TagOnly) -> ColumnElement[bool]:
         if not pred.tags:
@@ -264,7 +282,7 @@ class Renderer:
     def _TagQuant(self, pred: ir.TagQuant) -> ColumnElement[bool]:
         condition = self._tag_pred(pred.op, pred.value)
         if pred.quantifier == "exists":
-            return self._tagged(condition)
+            return self._tagged(pred, condition)
         if pred.quantifier == "all":
             return sa.and_(
                 sa.exists(self._own_tags()), ~sa.exists(self._own_tags(sa.not_(condition)))

@@ -17,6 +17,7 @@ from app.filter import (
     content_index_ddl,
     content_index_drop_ddl,
     fold,
+    memo_filter_needles,
 )
 from tests.filter.conftest import Db
 
@@ -36,8 +37,13 @@ def _memo(i: int, content: str) -> dict[str, object]:
 
 
 def _ids(db: Db, text: str) -> set[int]:
-    where = compile_memo_filter(text, now=0, dialect_name=db.dialect_name)
-    return set(db.scalars(sa.select(memo.c.id).where(where)))
+    """The matching ids, the same in the sparse and the dense rendering."""
+    found = []
+    for dense in (frozenset(), frozenset(memo_filter_needles(text))):
+        where = compile_memo_filter(text, now=0, dialect_name=db.dialect_name, dense=dense)
+        found.append(set(db.scalars(sa.select(memo.c.id).where(where))))
+    assert found[0] == found[1], (text, found)
+    return found[0]
 
 
 def test_content_index_follows_writes(filter_db: Db) -> None:

@@ -4,6 +4,11 @@ Hypothesis generates a small world of memos and a batch of filters (each
 with its oracle text, see ``oracle.py`` for the documented differences); the
 ids the compiled SQL returns must equal the ids the oracle accepts. Several
 filters per world keep the database round trips affordable.
+
+Each filter runs in both renderings a selectivity probe can choose
+(``app.filter.selectivity``): every needle sparse (IN-lists) and every
+needle dense (per-row tests), so the probe's choice can never change a
+result.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.db.schema import memo, memo_tag, user_account
-from app.filter import FilterError, compile_memo_filter
+from app.filter import FilterError, compile_memo_filter, memo_filter_needles
 from tests.filter.conftest import Db
 from tests.filter.oracle import NOW, USERS, MemoRow, filters, memo_rows, oracle_ids
 
@@ -95,18 +100,24 @@ def test_sql_matches_cel_oracle(
     _ensure_users(filter_db)
     _load(filter_db, rows)
     statements = []
-    for text, _ in pairs:
+    cases = []
+    for text, oracle_text in pairs:
         try:
-            where = compile_memo_filter(text, now=NOW, dialect_name=filter_db.dialect_name)
+            needles = frozenset(memo_filter_needles(text))
         except FilterError as exc:  # pragma: no cover - the generator only writes valid filters
             raise AssertionError(f"rejected generated filter {text!r}: {exc}") from exc
-        statements.append(sa.select(memo.c.id).where(where))
+        for rendering, dense in (("sparse", frozenset()), ("dense", needles)):
+            where = compile_memo_filter(
+                text, now=NOW, dialect_name=filter_db.dialect_name, dense=dense
+            )
+            statements.append(sa.select(memo.c.id).where(where))
+            cases.append((text, oracle_text, rendering))
     results = filter_db.execute(*statements)
-    for (text, oracle_text), result in zip(pairs, results, strict=True):
+    for (text, oracle_text, rendering), result in zip(cases, results, strict=True):
         got = {row[0] for row in result}
         expected = oracle_ids(oracle_text, rows)
         assert got == expected, (
-            f"{filter_db.dialect_name}: {text!r} (oracle {oracle_text!r})\n"
+            f"{filter_db.dialect_name} ({rendering}): {text!r} (oracle {oracle_text!r})\n"
             f"sql={sorted(got)} oracle={sorted(expected)}\n"
             + json.dumps([r.__dict__ for r in rows], ensure_ascii=False, default=str)
         )

@@ -3,6 +3,10 @@
 These pin the shapes that decide index use (trigram prefilter, tag
 subqueries, sargable timestamp bounds) and show that every value is a bound
 parameter. Regenerate deliberately, never to make a diff go away.
+
+``GOLDEN`` is the default (sparse) rendering; ``DENSE_GOLDEN`` the per-row
+rendering of the needles a selectivity probe found common
+(``app.filter.selectivity``), and the probe statements themselves.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db.schema import attachment, memo
-from app.filter import compile_attachment_filter, compile_memo_filter
+from app.filter import compile_attachment_filter, compile_memo_filter, memo_filter_needles
+from app.filter.selectivity import Probe, Span, TagNeedle, TrigramNeedle, candidates
 
 CASES = [
     ("contains", "memo", 'content.contains("50%_off")'),
@@ -67,11 +72,16 @@ CASES = [
 DIALECTS = {"sqlite": sqlite.dialect(), "postgresql": postgresql.dialect()}
 
 
-def render(name: str, dialect_name: str) -> str:
+def render(name: str, dialect_name: str, *, dense: bool = False) -> str:
     target, text = next((t, x) for n, t, x in CASES if n == name)
-    compile_filter = compile_memo_filter if target == "memo" else compile_attachment_filter
     table = memo if target == "memo" else attachment
-    where = compile_filter(text, now=1_700_000_000, dialect_name=dialect_name)
+    if target == "memo":
+        needles = frozenset(memo_filter_needles(text)) if dense else frozenset()
+        where = compile_memo_filter(
+            text, now=1_700_000_000, dialect_name=dialect_name, dense=needles
+        )
+    else:
+        where = compile_attachment_filter(text, now=1_700_000_000, dialect_name=dialect_name)
     compiled = sa.select(table.c.id).where(where).compile(dialect=DIALECTS[dialect_name])
     return " ".join(str(compiled).split())
 
@@ -379,6 +389,141 @@ GOLDEN: dict[tuple[str, str], str] = {
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_golden_sql(name: str, dialect_name: str) -> None:
     assert render(name, dialect_name) == GOLDEN[(name, dialect_name)]
+
+
+# Only the needles' own SQL changes; every other case renders as in GOLDEN.
+DENSE_GOLDEN: dict[tuple[str, str], str] = {
+    (
+        "contains",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE daybook_fold(memo.content) LIKE ? ESCAPE '\\'",
+    (
+        "startsWith",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE daybook_fold(memo.content) LIKE ? ESCAPE '\\'",
+    (
+        "tag-in-tags",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)",
+    (
+        "tag-in-tags",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = ?)",
+    (
+        "tag-in-list",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag IN (__[POSTCOMPILE_tag_1]))",
+    (
+        "tag-in-list",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag IN (__[POSTCOMPILE_tag_1]))",
+    (
+        "exists",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag LIKE %(tag_1)s::VARCHAR ESCAPE '\\')",
+    (
+        "exists",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag GLOB ?))",
+    (
+        "sets-contains",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)) AND (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_2)s::VARCHAR))",
+    (
+        "sets-contains",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = ?)) AND (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = ?))",
+    (
+        "sets-intersects",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag IN (__[POSTCOMPILE_tag_1]))",
+    (
+        "sets-intersects",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag IN (__[POSTCOMPILE_tag_1]))",
+    (
+        "sets-equivalent",
+        "postgresql",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_2]))))",
+    (
+        "sets-equivalent",
+        "sqlite",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = ?)) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_2]))))",
+}
+
+
+@pytest.mark.parametrize("dialect_name", sorted(DIALECTS))
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_golden_dense_sql(name: str, dialect_name: str) -> None:
+    # PostgreSQL's content matches have one rendering (no IN-list); its tags have two.
+    expected = DENSE_GOLDEN.get((name, dialect_name), GOLDEN[(name, dialect_name)])
+    assert render(name, dialect_name, dense=True) == expected
+
+
+def test_needles() -> None:
+    """What a probe rates: folded 3+ character content needles and index-range tag conditions."""
+    text = (
+        'content.contains("Coffee") && !content.startsWith("COFFEE") && content.endsWith("ab")'
+        ' && "work" in tags && tag in ["a", "b"] && tags.exists(t, t.startsWith("wo"))'
+        ' && tags.exists(t, t.contains("x")) && tags.all(t, t == "x") && size(tags) > 0'
+    )
+    assert memo_filter_needles(text) == (
+        TrigramNeedle("coffee"),
+        TagNeedle("==", ("work",)),
+        TagNeedle("in", ("a", "b")),
+        TagNeedle("startsWith", ("wo",)),
+    )
+    assert memo_filter_needles('tags.exists(t, t == "x") || sets.intersects(tags, ["p"])') == (
+        TagNeedle("==", ("x",)),
+        TagNeedle("in", ("p",)),
+    )
+    assert memo_filter_needles("pinned && tag in []") == ()
+
+
+def test_probe_counts_what_the_sparse_rendering_reads() -> None:
+    """The sparse rendering's IN-list is the needle's candidates, which the probe samples."""
+    dialect = DIALECTS["sqlite"]
+    for text in (
+        'content.contains("50%_Off")',
+        '"work" in tags',
+        'tag in ["book", "work"]',
+        'tags.exists(t, t.startsWith("wo*"))',
+    ):
+        (needle,) = memo_filter_needles(text)
+        subquery = " ".join(str(candidates(needle).compile(dialect=dialect)).split())
+        sparse = render_text(text)
+        assert f"IN ({subquery})" in sparse, (subquery, sparse)
+    text = '"work" in tags && content.contains("Tea") && tags.exists(t, t.startsWith("a*"))'
+    probe = Probe(memo_filter_needles(text), Span(1, 1000), 255)
+    compiled = probe.statement().compile(dialect=dialect)
+    assert " ".join(str(compiled).split()) == (
+        "SELECT ? AS anon_1, count(DISTINCT memo_tag.memo_id) AS count_1,"
+        " min(memo_tag.memo_id) AS min_1 FROM memo_tag"
+        " WHERE memo_tag.tag = ? AND memo_tag.memo_id >= ?"
+        " UNION ALL SELECT ? AS anon_2, count(*) AS count_2, max(anon_3.rowid) AS max_1"
+        " FROM (SELECT memo_trgm.rowid AS rowid FROM memo_trgm"
+        " WHERE memo_trgm.content MATCH ? AND memo_trgm.rowid <= ? LIMIT ? OFFSET ?) AS anon_3"
+        " UNION ALL SELECT ? AS anon_4, count(DISTINCT memo_tag.memo_id) AS count_3,"
+        " min(memo_tag.memo_id) AS min_2 FROM memo_tag"
+        " WHERE (memo_tag.tag || ? GLOB ?) AND memo_tag.memo_id >= ?"
+        " UNION ALL SELECT ? AS anon_5, anon_7.anon_6, anon_7.anon_8"
+        " FROM (SELECT (SELECT min(memo.id) AS min_3 FROM memo) AS anon_6,"
+        " (SELECT max(memo.id) AS max_2 FROM memo) AS anon_8) AS anon_7"
+    )
+    # window = ceil(64 * 1000 / 255) = 251 ids: the oldest for content, the newest for tags
+    assert list(compiled.params.values()) == [
+        *(0, "work", 750),
+        *(1, '"tea"', 251, 64, 0),
+        *(2, "", "a[*]*", 750),
+        -1,
+    ]
+
+
+def render_text(text: str) -> str:
+    where = compile_memo_filter(text, now=0, dialect_name="sqlite")
+    return " ".join(
+        str(sa.select(memo.c.id).where(where).compile(dialect=DIALECTS["sqlite"])).split()
+    )
 
 
 def _params(text: str, dialect_name: str) -> dict[str, object]:
