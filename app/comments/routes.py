@@ -56,7 +56,7 @@ class CommentController(Controller):
             caller=caller,
             mode=access.access_mode,
             filter_text=filter,
-            filter_clause=memo_filter_clause(filter, now=now, dialect_name=db.dialect.name),
+            filter_clause=await memo_filter_clause(db, filter, now=now),
             order_by=order_by or "create_time asc",
             page_size=clamp_page_size(page_size),
             page_token=page_token or None,

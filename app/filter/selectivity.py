@@ -39,7 +39,7 @@ TRIGRAM_MIN = 3  # FTS5 trigram tokens: shorter needles have no index to consult
 MAX_PROBES = 8  # per filter; needles beyond the first eight keep the sparse rendering
 CAP_FACTOR = 65  # cap = ceil(sqrt(CAP_FACTOR * memos)), see the decision record
 DRIVE_RATIO = 2  # beside an IN-list that drives, an IN-list this much denser costs more than a test
-SAMPLE = 64  # hits a needle at the cap's density has in its probe window
+SAMPLE = 32  # hits a needle at the cap's density has in its probe window
 
 TagNeedleOp = Literal["==", "in", "startsWith"]
 

@@ -67,7 +67,7 @@ class MemoController(Controller):
     ) -> schemas.ListMemosResponse:
         if caller is None and access.access_mode.value == "PRIVATE":
             raise Unauthenticated("sign in to list memos on this instance")
-        clause = memo_filter_clause(filter, now=now, dialect_name=db.dialect.name)
+        clause = await memo_filter_clause(db, filter, now=now)
         query = ListQuery(
             caller=caller,
             mode=access.access_mode,

@@ -51,7 +51,7 @@ class SearchController(Controller):
             text=query_text,
             mode=chosen,
             filter_text=filter,
-            filter_clause=memo_filter_clause(filter, now=now, dialect_name=db.dialect.name),
+            filter_clause=await memo_filter_clause(db, filter, now=now),
             pool=pool,
             page_size=clamp_page_size(page_size) if page_size else DEFAULT_PAGE,
             page_token=page_token or None,

@@ -510,11 +510,11 @@ def test_probe_counts_what_the_sparse_rendering_reads() -> None:
         " FROM (SELECT (SELECT min(memo.id) AS min_3 FROM memo) AS anon_6,"
         " (SELECT max(memo.id) AS max_2 FROM memo) AS anon_8) AS anon_7"
     )
-    # window = ceil(64 * 1000 / 255) = 251 ids: the oldest for content, the newest for tags
+    # window = ceil(32 * 1000 / 255) = 126 ids: the oldest for content, the newest for tags
     assert list(compiled.params.values()) == [
-        *(0, "work", 750),
-        *(1, '"tea"', 251, 64, 0),
-        *(2, "", "a[*]*", 750),
+        *(0, "work", 875),
+        *(1, '"tea"', 126, 32, 0),
+        *(2, "", "a[*]*", 875),
         -1,
     ]
 

@@ -69,19 +69,19 @@ def test_sample_windows() -> None:
     ids, tags the newest."""
     span = Span(1, 100_000)
     probe = Probe((COFFEE, WORK), span, probe_cap(span.size))
-    assert probe.window == math.ceil(SAMPLE * 100_000 / 2550) == 2510
+    assert probe.window == math.ceil(SAMPLE * 100_000 / 2550) == 1255
     sql = str(probe.statement().compile(dialect=sqlite.dialect()))
     params = probe.statement().compile(dialect=sqlite.dialect()).params
     assert "memo_trgm.rowid <= ?" in sql and "memo_tag.memo_id >= ?" in sql
-    assert {2510, 97_491, SAMPLE} <= set(params.values())
-    # 64 content hits by id 300; 150 distinct memos tagged work among the newest 2,510 (plus
-    # 5 memos written since the span was read).
-    density, fresh = probe.read([(0, SAMPLE, 300), (1, 150, 97_500), (-1, 1, 100_005)])
+    assert {1255, 98_746, SAMPLE} <= set(params.values())
+    # SAMPLE content hits by id 150; 70 distinct memos tagged work among the newest 1,255
+    # (plus 5 memos written since the span was read).
+    density, fresh = probe.read([(0, SAMPLE, 150), (1, 70, 98_750), (-1, 1, 100_005)])
     assert fresh == Span(1, 100_005)
-    assert density == {COFFEE: SAMPLE / 300, WORK: 150 / 2515}
+    assert density == {COFFEE: SAMPLE / 150, WORK: 70 / 1260}
     # Fewer than SAMPLE content hits: they are spread over the whole window.
-    density, _ = probe.read([(0, 10, 2000), (1, 0, None), (-1, 1, 100_000)])
-    assert density == {COFFEE: 10 / 2510, WORK: 0.0}
+    density, _ = probe.read([(0, 10, 1000), (1, 0, None), (-1, 1, 100_000)])
+    assert density == {COFFEE: 10 / 1255, WORK: 0.0}
     tiny = Probe((COFFEE,), Span(1, 10), probe_cap(10))
     assert tiny.window == 10
 
