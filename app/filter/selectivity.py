@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -193,33 +194,31 @@ class Probe:
         """Per needle ``(i, hits, edge)``, then ``(-1, min(id), max(id))``: one round trip.
 
         Content: ``SELECT :i, count(*), max(rowid) FROM (SELECT rowid FROM memo_trgm
-        WHERE memo_trgm.content MATCH :phrase AND rowid <= :hi LIMIT :sample)``.
+        WHERE memo_trgm.content MATCH :phrase AND rowid <= :hi LIMIT 32)``.
         Tags: ``SELECT :i, count(DISTINCT memo_id), min(memo_id) FROM memo_tag
         WHERE <condition> AND memo_id >= :lo`` (a prefix pattern is tested per
         entry of the window, ``tag || ''``, so it cannot scan the whole tag range).
+        The statement depends only on the needles' kinds and is built once per
+        kind sequence (building it costs more than running it); the values
+        are in ``params()``.
         """
-        rows: list[sa.Select[*tuple[Any, ...]]] = []
-        hi = self.span.first_id + self.window - 1
-        lo = self.span.last_id - self.window + 1
+        return _probe_template(tuple(_kind(needle) for needle in self.needles))
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "hi": self.span.first_id + self.window - 1,
+            "lo": self.span.last_id - self.window + 1,
+        }
         for i, needle in enumerate(self.needles):
             if isinstance(needle, TrigramNeedle):
-                sample = candidates(needle).where(_trgm.c.rowid <= hi).limit(SAMPLE).subquery()
-                (rowid,) = sample.c
-                row = sa.select(sa.literal(i), sa.func.count(), sa.func.max(rowid))
-                rows.append(row.select_from(sample))
-                continue
-            condition: sa.ColumnElement[bool]
-            if needle.op == "startsWith":
-                pattern = glob_escape(needle.values[0]) + "*"
-                condition = (memo_tag.c.tag + "").op("GLOB", is_comparison=True)(pattern)
+                out[f"v{i}"] = fts_phrase(needle.text)
+            elif needle.op == "in":
+                out[f"v{i}"] = list(needle.values)
+            elif needle.op == "startsWith":
+                out[f"v{i}"] = glob_escape(needle.values[0]) + "*"
             else:
-                condition = tag_condition(needle)
-            memo_id = memo_tag.c.memo_id
-            row = sa.select(sa.literal(i), sa.func.count(memo_id.distinct()), sa.func.min(memo_id))
-            rows.append(row.where(condition, memo_id >= lo))
-        edges = span_statement().subquery()
-        rows.append(sa.select(sa.literal(-1), *edges.c))
-        return sa.union_all(*rows)
+                out[f"v{i}"] = needle.values[0]
+        return out
 
     def read(
         self, rows: list[tuple[int, int | None, int | None]]
@@ -242,6 +241,43 @@ class Probe:
                 window = span.last_id - (self.span.last_id - self.window + 1) + 1
             density[needle] = hits / max(1, window)
         return density, span
+
+
+ProbeKind = Literal["content", "==", "in", "startsWith"]
+
+
+def _kind(needle: Needle) -> ProbeKind:
+    return "content" if isinstance(needle, TrigramNeedle) else needle.op
+
+
+@lru_cache(maxsize=512)
+def _probe_template(kinds: tuple[ProbeKind, ...]) -> sa.CompoundSelect[Any]:
+    rows: list[sa.Select[*tuple[Any, ...]]] = []
+    for i, kind in enumerate(kinds):
+        value: sa.BindParameter[Any] = sa.bindparam(f"v{i}", expanding=kind == "in")
+        if kind == "content":
+            sample = (
+                sa.select(_trgm.c.rowid)
+                .where(_trgm.c.content.match(value), _trgm.c.rowid <= sa.bindparam("hi"))
+                .limit(SAMPLE)
+                .subquery()
+            )
+            (rowid,) = sample.c
+            rows.append(
+                sa.select(sa.literal(i), sa.func.count(), sa.func.max(rowid)).select_from(sample)
+            )
+            continue
+        tag, memo_id = memo_tag.c.tag, memo_tag.c.memo_id
+        condition: sa.ColumnElement[bool]
+        if kind == "startsWith":
+            condition = (tag + "").op("GLOB", is_comparison=True)(value)
+        else:
+            condition = tag.in_(value) if kind == "in" else tag == value
+        counted = sa.select(sa.literal(i), sa.func.count(memo_id.distinct()), sa.func.min(memo_id))
+        rows.append(counted.where(condition, memo_id >= sa.bindparam("lo")))
+    edges = span_statement().subquery()
+    rows.append(sa.select(sa.literal(-1), *edges.c))
+    return sa.union_all(*rows)
 
 
 def _conjunctions(pred: ir.Pred, target: str) -> Iterator[list[Needle]]:

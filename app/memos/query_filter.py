@@ -61,7 +61,7 @@ async def dense_needles(conn: AsyncConnection, pred: Pred) -> frozenset[Needle]:
     if span.size == 0:
         return frozenset()  # no memos: nothing to walk
     probe = Probe(found, span, probe_cap(span.size))
-    rows = (await conn.execute(probe.statement())).all()
+    rows = (await conn.execute(probe.statement(), probe.params())).all()
     density, span = probe.read([(int(i), hits, edge) for i, hits, edge in rows])
     conn.info[_SPAN_KEY] = span
     return choose_dense(pred, density, memos=span.size)

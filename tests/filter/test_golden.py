@@ -493,7 +493,10 @@ def test_probe_counts_what_the_sparse_rendering_reads() -> None:
         subquery = " ".join(str(candidates(needle).compile(dialect=dialect)).split())
         sparse = render_text(text)
         assert f"IN ({subquery})" in sparse, (subquery, sparse)
-    text = '"work" in tags && content.contains("Tea") && tags.exists(t, t.startsWith("a*"))'
+    text = (
+        '"work" in tags && content.contains("Tea") && tags.exists(t, t.startsWith("a*"))'
+        ' && tag in ["x", "y"]'
+    )
     probe = Probe(memo_filter_needles(text), Span(1, 1000), 255)
     compiled = probe.statement().compile(dialect=dialect)
     assert " ".join(str(compiled).split()) == (
@@ -506,17 +509,35 @@ def test_probe_counts_what_the_sparse_rendering_reads() -> None:
         " UNION ALL SELECT ? AS anon_4, count(DISTINCT memo_tag.memo_id) AS count_3,"
         " min(memo_tag.memo_id) AS min_2 FROM memo_tag"
         " WHERE (memo_tag.tag || ? GLOB ?) AND memo_tag.memo_id >= ?"
-        " UNION ALL SELECT ? AS anon_5, anon_7.anon_6, anon_7.anon_8"
-        " FROM (SELECT (SELECT min(memo.id) AS min_3 FROM memo) AS anon_6,"
-        " (SELECT max(memo.id) AS max_2 FROM memo) AS anon_8) AS anon_7"
+        " UNION ALL SELECT ? AS anon_5, count(DISTINCT memo_tag.memo_id) AS count_4,"
+        " min(memo_tag.memo_id) AS min_3 FROM memo_tag"
+        " WHERE memo_tag.tag IN (__[POSTCOMPILE_v3]) AND memo_tag.memo_id >= ?"
+        " UNION ALL SELECT ? AS anon_6, anon_8.anon_7, anon_8.anon_9"
+        " FROM (SELECT (SELECT min(memo.id) AS min_4 FROM memo) AS anon_7,"
+        " (SELECT max(memo.id) AS max_2 FROM memo) AS anon_9) AS anon_8"
     )
-    # window = ceil(32 * 1000 / 255) = 126 ids: the oldest for content, the newest for tags
-    assert list(compiled.params.values()) == [
-        *(0, "work", 875),
-        *(1, '"tea"', 126, 32, 0),
-        *(2, "", "a[*]*", 875),
-        -1,
-    ]
+    # The statement is shared by every filter with the same needle kinds; the values come
+    # apart. Window: ceil(32 * 1000 / 255) = 126 ids, the oldest for content, the newest
+    # for tags.
+    assert (
+        probe.statement()
+        is Probe(
+            memo_filter_needles(
+                '"a" in tags && content.contains("zzz") && tags.exists(t, '
+                't.startsWith("b")) && tag in ["c"]'
+            ),
+            Span(1, 50),
+            9,
+        ).statement()
+    )
+    assert probe.params() == {
+        "hi": 126,
+        "lo": 875,
+        "v0": "work",
+        "v1": '"tea"',
+        "v2": "a[*]*",
+        "v3": ["x", "y"],
+    }
 
 
 def render_text(text: str) -> str:

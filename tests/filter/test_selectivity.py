@@ -71,9 +71,8 @@ def test_sample_windows() -> None:
     probe = Probe((COFFEE, WORK), span, probe_cap(span.size))
     assert probe.window == math.ceil(SAMPLE * 100_000 / 2550) == 1255
     sql = str(probe.statement().compile(dialect=sqlite.dialect()))
-    params = probe.statement().compile(dialect=sqlite.dialect()).params
     assert "memo_trgm.rowid <= ?" in sql and "memo_tag.memo_id >= ?" in sql
-    assert {1255, 98_746, SAMPLE} <= set(params.values())
+    assert probe.params() == {"hi": 1255, "lo": 98_746, "v0": '"coffee"', "v1": "work"}
     # SAMPLE content hits by id 150; 70 distinct memos tagged work among the newest 1,255
     # (plus 5 memos written since the span was read).
     density, fresh = probe.read([(0, SAMPLE, 150), (1, 70, 98_750), (-1, 1, 100_005)])
