@@ -1,15 +1,21 @@
 """Benchmark: the first page of a filtered memo list, ours against Memos' query shape.
 
 Run: ``python -m bench.filter_memos --dialect sqlite --memos 1000000``
-(or ``--dialect postgresql``). See ``bench/README.md``.
+(or ``--dialect postgresql``). See ``bench/README.md``. With ``--db-dir DIR``
+(SQLite only) the seeded database is kept in DIR and reused by later runs
+with the same ``--memos``, ``--users`` and ``--seed``. With
+``--sparse-baseline`` our SQL is also timed with every needle as an IN-list
+(the rendering before the selectivity probe), in the same run.
 
 Per filter (a rare word, a common word, a tag, the last week, a combination),
 first page, ``pageSize`` 50, in one run on one seeded database:
 
 - ours over HTTP: ``GET /api/v1/memos?pageSize=50&filter=...`` through the
   whole stack in-process, signed in as the measured user;
-- ours in SQL: ``app.memos.listing.list_memos`` with the compiled filter
-  (compiled once, outside the timed call);
+- ours in SQL: ``app.memos.query_filter.memo_filter_clause`` (the selectivity
+  probe, then the render; the IR is cached as in the server) and
+  ``app.memos.listing.list_memos`` on one connection, both inside the timed
+  call, as a request does;
 - Memos in SQL: Memos' shape on ``memo_baseline`` (a copy of ``memo`` with
   only the primary key and unique ``uid``, plus a ``payload`` column holding
   ``{"tags": [...]}`` built from ``memo_tag``, as Memos keeps tags in JSON):
@@ -20,7 +26,8 @@ first page, ``pageSize`` 50, in one run on one seeded database:
 
 Also the compile time of each expression (``app.filter.compile_memo_filter``):
 cold (LRU cache cleared before each call: parse, lower, render) and warm
-(cached IR, render only).
+(cached IR, render only); and per filter the selectivity probe alone
+(``app.memos.query_filter.dense_needles``) with the rendering it chose.
 
 The ratio columns compare like with like: SQL with SQL.
 """
@@ -38,14 +45,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from litestar.testing import AsyncTestClient
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 import app.filter
@@ -53,14 +60,16 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo, memo_tag
-from app.filter import compile_memo_filter
+from app.filter import compile_memo_filter, lower_filter, memo_filter_needles
 from app.filter.render import like_escape
+from app.filter.selectivity import Needle, TrigramNeedle
 from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
+from app.memos.query_filter import dense_needles, memo_filter_clause
 from app.server import create_app
 from app.settings import Settings
 from bench.corpus import WORDS, CorpusSpec, SeedReport, tag_pool
-from bench.databases import BenchDatabase, fresh_database
+from bench.databases import BenchDatabase, fresh_database, migrate, server_version
 from bench.list_memos import seed
 from bench.timing import Progress, Stats, markdown_table, measure, ratio, step
 
@@ -100,6 +109,8 @@ class Options:
     budget_s: float
     seed: int
     keep: bool
+    db_dir: Path | None = None
+    sparse_baseline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,17 +163,24 @@ memo_baseline = sa.Table(
 
 
 async def plant_rare_word(engine: AsyncEngine) -> int:
-    """Append RARE_WORD to every PLANT_EVERY-th memo (triggers / GIN keep the indexes right)."""
+    """Append RARE_WORD to every PLANT_EVERY-th memo (triggers / GIN keep the indexes right).
+
+    Idempotent, for a reused database: a memo that already ends with the word is left alone.
+    """
+    planted = memo.c.id % PLANT_EVERY == 7
     async with engine.begin() as conn:
-        result = await conn.execute(
+        await conn.execute(
             memo.update()
-            .where(memo.c.id % PLANT_EVERY == 7)
+            .where(planted, sa.not_(memo.c.content.endswith(f" {RARE_WORD}", autoescape=True)))
             .values(content=memo.c.content + f" {RARE_WORD}")
         )
+        count = (
+            await conn.execute(sa.select(sa.func.count()).select_from(memo).where(planted))
+        ).scalar_one()
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(sa.text("ANALYZE memo"))
-    return int(result.rowcount)
+    return int(count)
 
 
 async def create_baseline(engine: AsyncEngine) -> float:
@@ -241,25 +259,61 @@ def http_call(client: AsyncTestClient[Any], headers: dict[str, str], shape: Shap
     return call
 
 
-def our_query(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> ListQuery:
-    clause = compile_memo_filter(shape.cel, now=now, dialect_name=engine.dialect.name)
-    return ListQuery(
+async def our_page(conn: AsyncConnection, caller: Caller, shape: Shape, now: int) -> list[Any]:
+    """What ``GET /api/v1/memos`` does below HTTP: probe, render, list (one connection)."""
+    clause = await memo_filter_clause(conn, shape.cel, now=now)
+    query = ListQuery(
         caller=caller,
         mode=AccessMode.PRIVATE,
         page_size=PAGE_SIZE,
         filter_text=shape.cel,
         filter_clause=clause,
     )
+    rows, _ = await list_memos(conn, query, SECRET)
+    return rows
 
 
 def ours_sql_call(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> Call:
-    query = our_query(engine, caller, shape, now)
+    async def call() -> None:
+        async with engine.connect() as conn:
+            await our_page(conn, caller, shape, now)
+
+    return call
+
+
+def sparse_sql_call(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> Call:
+    """Ours without the probe: every needle as an IN-list (the rendering before the probe)."""
 
     async def call() -> None:
         async with engine.connect() as conn:
+            clause = compile_memo_filter(shape.cel, now=now, dialect_name=engine.dialect.name)
+            query = ListQuery(
+                caller=caller,
+                mode=AccessMode.PRIVATE,
+                page_size=PAGE_SIZE,
+                filter_text=shape.cel,
+                filter_clause=clause,
+            )
             await list_memos(conn, query, SECRET)
 
     return call
+
+
+def probe_call(engine: AsyncEngine, shape: Shape) -> Call:
+    """The selectivity probe alone (the IR is cached, as in the server)."""
+    pred = lower_filter(shape.cel)
+
+    async def call() -> None:
+        async with engine.connect() as conn:
+            await dense_needles(conn, pred)
+
+    return call
+
+
+def describe(needle: Needle) -> str:
+    if isinstance(needle, TrigramNeedle):
+        return f"content {needle.text!r}"
+    return f"tag {needle.op} {', '.join(needle.values)}"
 
 
 def memos_sql_call(engine: AsyncEngine, shape: Shape, user_id: int, now: int) -> Call:
@@ -274,19 +328,31 @@ def memos_sql_call(engine: AsyncEngine, shape: Shape, user_id: int, now: int) ->
 
 async def check(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> dict[str, Any]:
     """Matching memos in the corpus, and whether both first pages hold the same memos."""
+    found = memo_filter_needles(shape.cel)
     async with engine.connect() as conn:
-        ours, _ = await list_memos(conn, our_query(engine, caller, shape, now), SECRET)
+        ours = await our_page(conn, caller, shape, now)
         theirs = (await conn.execute(memos_query(engine, shape, caller.user_id, now))).all()
-        clause = compile_memo_filter(shape.cel, now=now, dialect_name=engine.dialect.name)
-        matching = (
-            await conn.execute(sa.select(sa.func.count()).select_from(memo).where(clause))
-        ).scalar_one()
+        dense = await dense_needles(conn, lower_filter(shape.cel))
+        # Both renderings must select the same memos.
+        sparse_clause = compile_memo_filter(shape.cel, now=now, dialect_name=engine.dialect.name)
+        dense_clause = compile_memo_filter(
+            shape.cel, now=now, dialect_name=engine.dialect.name, dense=frozenset(found)
+        )
+        counts = [
+            (await conn.execute(sa.select(sa.func.count()).select_from(memo).where(c))).scalar_one()
+            for c in (sparse_clause, dense_clause)
+        ]
         total = (await conn.execute(sa.select(sa.func.count()).select_from(memo))).scalar_one()
+    if counts[0] != counts[1]:
+        raise RuntimeError(f"{shape.name}: sparse and dense renderings differ: {counts}")
+    matching = counts[0]
     return {
         "matching_memos": matching,
         "matching_share_pct": round(100 * matching / max(total, 1), 4),
         "first_page_rows": len(ours),
         "same_rows": [r.id for r in ours] == [r.id for r in theirs],
+        "dense": [describe(n) for n in found if n in dense],
+        "sparse": [describe(n) for n in found if n not in dense],
     }
 
 
@@ -365,6 +431,8 @@ def measure_compiles(dialect: str, n: int) -> dict[str, Any]:
 
 async def run(opts: Options) -> dict[str, Any]:
     assert TAG in tag_pool() and COMMON_WORD in WORDS
+    if opts.db_dir is not None:
+        return await run_in(opts, opts.db_dir)
     workdir = Path(tempfile.mkdtemp(prefix=f"daybook-bench-filter-{opts.dialect}-"))
     try:
         async with fresh_database(opts.dialect, workdir) as db:
@@ -375,6 +443,46 @@ async def run(opts: Options) -> dict[str, Any]:
     finally:
         if not opts.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+SEEDED = "seeded.json"
+
+
+async def run_in(opts: Options, workdir: Path) -> dict[str, Any]:
+    """Seed a SQLite database in ``workdir`` once; later runs with the same corpus reuse it."""
+    if opts.dialect != "sqlite":
+        raise SystemExit("--db-dir: SQLite only")
+    corpus = {"memos": opts.memos, "users": opts.users, "seed": opts.seed}
+    saved = _seeded(workdir, corpus)
+    if saved is not None:
+        url = f"sqlite:///{workdir / 'daybook.db'}"
+        await migrate(url)
+        db = BenchDatabase("sqlite", url, workdir, workdir / "daybook.db")
+        db = replace(db, server_version=await server_version(url))
+        step(f"{db.dialect} {db.server_version}: reusing {db.sqlite_path}")
+        return await measure_all(db, opts, SeedReport(**saved), workdir)
+    async with fresh_database(opts.dialect, workdir) as db:
+        step(f"{db.dialect} {db.server_version} at {workdir}")
+        spec = CorpusSpec(memos=opts.memos, users=opts.users, seed=opts.seed)
+        report = await seed(db, spec)
+        fields = {f: getattr(report, f) for f in SeedReport.__dataclass_fields__}
+        (workdir / SEEDED).write_text(json.dumps({"corpus": corpus, "report": fields}) + "\n")
+        return await measure_all(db, opts, report, workdir)
+
+
+def _seeded(workdir: Path, corpus: dict[str, int]) -> dict[str, Any] | None:
+    """The saved seed report if ``workdir`` holds this corpus; else an emptied ``workdir``."""
+    path, marker = workdir / "daybook.db", workdir / SEEDED
+    if marker.exists() and path.exists():
+        saved = json.loads(marker.read_text())
+        if saved["corpus"] != corpus:
+            raise SystemExit(f"--db-dir {workdir} holds another corpus: {saved['corpus']}")
+        report: dict[str, Any] = saved["report"]
+        return report
+    workdir.mkdir(parents=True, exist_ok=True)
+    for stale in (path, marker, *workdir.glob("daybook.db-*")):
+        stale.unlink(missing_ok=True)
+    return None
 
 
 async def measure_all(
@@ -443,6 +551,21 @@ async def measure_shape(
         warmup=w,
         **budget,
     )
+    if opts.sparse_baseline:
+        out["ours_sql_sparse"] = await measure(
+            sparse_sql_call(engine, caller, shape, now),
+            label=f"{label}: ours SQL, all sparse",
+            requests=n,
+            warmup=min(w, 2),
+            **budget,
+        )
+    out["probe"] = await measure(
+        probe_call(engine, shape),
+        label=f"{label}: probe",
+        requests=n,
+        warmup=w,
+        **budget,
+    )
     out["memos_sql"] = await measure(
         memos_sql_call(engine, shape, caller.user_id, now),
         label=f"{label}: Memos SQL",
@@ -507,7 +630,12 @@ def render(doc: dict[str, Any]) -> str:
         "Memos p50 / p95 (SQL)",
         "Memos ÷ ours (SQL p50)",
         "Memos SQL ÷ ours HTTP (p50)",
+        "probe p50 / p95",
+        "rendering",
     ]
+    sparse = any("ours_sql_sparse" in r for r in doc["shapes"].values())
+    if sparse:
+        headers += ["ours, all sparse p50 / p95 (SQL)", "all sparse ÷ ours (SQL p50)"]
     rows = []
     for shape, result in doc["shapes"].items():
         http, sql = _stats(doc, shape, "ours_http"), _stats(doc, shape, "ours_sql")
@@ -522,8 +650,13 @@ def render(doc: dict[str, Any]) -> str:
                 base.cell() + _n(base, doc),
                 ratio(base.p50_ms, sql.p50_ms),
                 ratio(base.p50_ms, http.p50_ms),
+                Stats(**result["probe"]).cell() if "probe" in result else "",
+                _rendering(result),
             ]
         )
+        if sparse:
+            old = _stats(doc, shape, "ours_sql_sparse")
+            rows[-1] += [old.cell() + _n(old, doc), ratio(old.p50_ms, sql.p50_ms)]
     title = (
         f"**filter_memos — {doc['dialect']} {doc['server_version']}, {doc['memos']:,} memos, "
         f"{doc['users']:,} users, first page, pageSize {doc['page_size']}** "
@@ -545,13 +678,21 @@ def render(doc: dict[str, Any]) -> str:
     footer = (
         f"Seeding: {seeding['total_s']:.0f} s; `memo_baseline` copy with payload "
         f"{seeding['baseline_copy_s']:.0f} s. SQL columns exclude HTTP; HTTP includes auth, "
-        f"filter compile, the list query and `present`."
+        f"filter compile, the list query and `present`. Ours in SQL includes the selectivity "
+        f"probe (also timed alone: probe); rendering: which needles the probe found dense "
+        f"(per-row test) or sparse (IN-list)."
     )
     return (
         f"{title}\n\n{markdown_table(headers, rows)}\n\n{footer}\n\n"
         f"**compile_memo_filter ({doc['dialect']}, n = {doc['compile_samples']} per cell)**"
         f"\n\n{compile_table}"
     )
+
+
+def _rendering(result: dict[str, Any]) -> str:
+    parts = [f"dense: {n}" for n in result.get("dense", [])]
+    parts += [f"sparse: {n}" for n in result.get("sparse", [])]
+    return "; ".join(parts) or "no probe"
 
 
 def _n(stats: Stats, doc: dict[str, Any]) -> str:
@@ -610,6 +751,19 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--keep", action="store_true", help="keep the temporary database directory")
+    p.add_argument(
+        "--sparse-baseline",
+        action="store_true",
+        help="also time our SQL with every needle as an IN-list (no probe): before and after",
+    )
+    p.add_argument(
+        "--db-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="SQLite only: seed into DIR once and reuse it on later runs of the same corpus "
+        "(--memos, --users, --seed); DIR is never removed",
+    )
     a = p.parse_args(argv)
     return Options(
         a.dialect,
@@ -621,6 +775,8 @@ def parse_args(argv: list[str] | None) -> Options:
         a.budget,
         a.seed,
         a.keep,
+        a.db_dir,
+        a.sparse_baseline,
     )
 
 
