@@ -16,7 +16,7 @@ be rendered two ways that select exactly the same rows:
 The sparse form lets the IN-list drive the plan (right when few memos
 match); the dense form lets SQLite walk a timeline index newest first and
 test each row, stopping after one page (right when many match). Which one
-a request gets is decided by a capped count per needle, run at the edge
+a request gets is decided by a sampled count per needle, run at the edge
 (``app.memos.query_filter``); this module only names the needles and builds
 the probe statements, so the compiler stays free of I/O. See
 docs/decisions/0011-filter-selectivity-probe.md.

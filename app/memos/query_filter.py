@@ -5,7 +5,7 @@ blank parameter is no filter.
 
 This is the edge where the compiler meets the database: before rendering,
 ``dense_needles`` asks SQLite how common each indexed needle of the filter
-is (a capped count per needle, at most ``MAX_PROBES``, in one statement),
+is (hits in a sample window per needle, at most ``MAX_PROBES``, one statement),
 so that a common needle renders per row and lets the list walk its timeline
 index, while a rare one keeps its IN-list. See ``app.filter.selectivity``
 and docs/decisions/0011-filter-selectivity-probe.md.
