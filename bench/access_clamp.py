@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import shutil
 import sys
@@ -231,6 +232,7 @@ async def run(opts: Options) -> dict[str, Any]:
                 "holder_grants": GRANTED_SPACES * 2,
                 "key_ceilings": DECLARED,
                 "machine": {"python": sys.version.split()[0], "platform": platform.platform()},
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                 "setup": setup,
                 "results": {k: v.as_dict() for k, v in results.items()},
             }
