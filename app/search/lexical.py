@@ -107,17 +107,16 @@ async def lexical_ranking(
     terms: Terms,
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
-    any_word: bool = False,
 ) -> list[int]:
-    """Memo ids, best first (at most ``pool``).
+    """Memo ids, best first (at most ``pool``), for hybrid and ``mode=lexical`` alike.
 
     Only genuine matches enter the arm: memos containing all the query's words
     (after stop words); if no admitted memo does, a majority of them
-    (``terms.min_match_tiers``); a single word of a multi-word query only with
-    ``any_word`` (lexical mode). Each tier is one statement under the
-    admission predicate, so a hidden memo never decides which tier is used.
+    (``terms.min_match_tiers``); never a single word of a multi-word query.
+    Each tier is one statement under the admission predicate, so a hidden
+    memo never decides which tier is used.
     """
-    tiers = [1] if terms.cjk else min_match_tiers(len(terms.words), any_word)
+    tiers = [1] if terms.cjk else min_match_tiers(len(terms.words))
     for at_least in tiers:
         stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)
         if stmt is None:

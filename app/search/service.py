@@ -110,9 +110,8 @@ async def search_memos(
     lexical: list[int] = []
     semantic: list[int] = []
     if q.mode in ("hybrid", "lexical"):
-        lexical = await lexical_ranking(
-            conn, parse_terms(q.text), admitted, q.pool, any_word=q.mode == "lexical"
-        )
+        # mode=lexical is exactly this arm of hybrid (same tiers, same ranks).
+        lexical = await lexical_ranking(conn, parse_terms(q.text), admitted, q.pool)
     embedder = runtime.embedder
     pending: int | None = None
     cache = runtime.vector_cache(embedder.name, embedder.dim)

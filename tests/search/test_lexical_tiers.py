@@ -1,5 +1,5 @@
-"""The lexical arm admits genuine matches only: all words, else a majority, and a
-single word of a multi-word query only in lexical mode (both dialects)."""
+"""The lexical arm admits genuine matches only: all words, else a majority, never a
+single word of a multi-word query; ``mode=lexical`` is that arm alone (both dialects)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,16 @@ def _lexical(body: dict[str, Any]) -> list[str]:
 
 
 def test_tiers() -> None:
-    assert min_match_tiers(1, False) == [1]
-    assert min_match_tiers(2, False) == [2]
-    assert min_match_tiers(2, True) == [2, 1]
-    assert min_match_tiers(5, False) == [5, 3]
-    assert min_match_tiers(9, True) == [9, 1]  # no majority tier past MAJORITY_MAX_WORDS
+    assert min_match_tiers(0) == []
+    assert min_match_tiers(1) == [1]
+    assert min_match_tiers(2) == [2]
+    assert min_match_tiers(5) == [5, 3]
+    assert min_match_tiers(7) == [7, 4]
+    assert min_match_tiers(9) == [9]  # no majority tier past MAJORITY_MAX_WORDS
     assert fts5_match(("a", "b", "c"), 2) == '("a" AND "b") OR ("a" AND "c") OR ("b" AND "c")'
 
 
-async def test_all_words_first_then_majority_never_one_in_hybrid(
+async def test_all_words_first_then_majority_never_one(
     client: AsyncTestClient[Any], alice: Actor
 ) -> None:
     for text in ("kayak paddle rental", "kayak club dinner", "paddle board", "rental car"):
@@ -38,14 +39,9 @@ async def test_all_words_first_then_majority_never_one_in_hybrid(
         "kayak paddle rental",
         "kayak club dinner",
     }
-    # two words, none share both: hybrid's lexical arm stays empty...
+    # two words, no memo has both: the lexical arm stays empty, in lexical mode too
     assert _lexical(await search(alice, "board dinner")) == []
-    # ...while lexical mode falls back to any word
-    lexical = await search(alice, "board dinner", mode="lexical")
-    assert {r["memo"]["content"] for r in lexical["results"]} == {
-        "paddle board",
-        "kayak club dinner",
-    }
+    assert (await search(alice, "board dinner", mode="lexical"))["results"] == []
 
 
 async def test_a_hidden_memo_does_not_choose_the_tier(
@@ -55,3 +51,56 @@ async def test_a_hidden_memo_does_not_choose_the_tier(
     await alice.memo("quince marmalade recipe secret")  # private: all three words
     await embed_all(client)
     assert _lexical(await search(bob, "quince marmalade recipe")) == ["quince jam recipe"]
+
+
+LEXICAL_QUERIES = [
+    "kayak",  # one word, several matches
+    "kayak rental",  # all words
+    "kayak paddle dinner",  # no memo has all three: the majority tier
+    "board dinner",  # no memo has both: nothing, in both modes
+    "the",  # stop words only: kept, as nothing else is left
+    "rental of the kayak",  # stop words dropped
+    "北京",  # CJK bigrams
+    "長城 北京",  # CJK, two runs
+    '"kayak" OR -rental*',  # query syntax is only separators
+    "zzz unmatched",
+]
+
+
+async def test_lexical_mode_is_the_lexical_arm_of_hybrid(
+    client: AsyncTestClient[Any], alice: Actor, bob: Actor
+) -> None:
+    """For every query and caller: ``mode=lexical`` returns exactly the memos the
+    hybrid response ranks lexically, in the same order with the same ranks."""
+    texts = [
+        "kayak paddle rental",
+        "kayak club dinner",
+        "paddle board",
+        "rental car for the trip",
+        "kayak kayak kayak",
+        "the and of",
+        "我今天去了北京看长城",
+        "北京的長城很长",
+        *(f"kayak note {i}" for i in range(12)),
+    ]
+    for i, text in enumerate(texts):
+        await alice.memo(text, visibility="PROTECTED" if i % 3 else "PRIVATE")
+    await bob.memo("bob's kayak rental", visibility="PRIVATE")
+    await embed_all(client)
+    checked = 0
+    for actor in (alice, bob):
+        for query in LEXICAL_QUERIES:
+            for params in ({}, {"filter": 'visibility == "PROTECTED"'}):
+                params = {**params, "poolSize": 10, "pageSize": 100}
+                lexical = await search(actor, query, mode="lexical", **params)
+                hybrid = await search(actor, query, **params)
+                by_mode = [(r["memo"]["name"], r["lexicalRank"]) for r in lexical["results"]]
+                in_hybrid = sorted(
+                    ((r["memo"]["name"], r["lexicalRank"]) for r in hybrid["results"]),
+                    key=lambda pair: pair[1],
+                )
+                assert by_mode == [p for p in in_hybrid if p[1]], (actor.username, query, params)
+                assert [rank for _, rank in by_mode] == list(range(1, len(by_mode) + 1))
+                assert all(r["semanticRank"] == 0 for r in lexical["results"])
+                checked += len(by_mode)
+    assert checked > 50  # the queries do match
