@@ -47,8 +47,14 @@ class SearchRuntime:
                 cache = self._caches[(model, dim)] = VectorCache(dim)
             return cache
 
+    async def loaded_embedder(self) -> Embedder:
+        """The query embedder, loading it off the event loop the first time."""
+        if self._embedder is not None:
+            return self._embedder
+        return await asyncio.to_thread(lambda: self.embedder)
+
     async def embed_query(self, text: str) -> Any:
-        embedder = await asyncio.to_thread(lambda: self.embedder)
+        embedder = await self.loaded_embedder()
         return await asyncio.to_thread(self.queries.get, embedder, text)
 
 

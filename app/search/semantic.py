@@ -1,4 +1,5 @@
-"""The semantic arm: the ``pool`` admitted memos nearest to the query vector.
+"""The semantic arm: the ``pool`` admitted memos nearest to the query vector, and
+the caller's pending count, read from one snapshot of the database.
 
 Only vectors stamped with the current model and dimension are ranked, so a
 model change never mixes two embedding spaces in one ranking.
@@ -7,10 +8,19 @@ model change never mixes two embedding spaces in one ranking.
   with the admission conditions in WHERE, served by the HNSW index of the
   dimension; ``hnsw.iterative_scan = relaxed_order`` keeps scanning the graph
   until ``pool`` admitted rows are found (so selective audiences still fill
-  the pool), and the rows are re-sorted by exact distance.
-- Elsewhere (SQLite, PostgreSQL without pgvector): the admitted ids and their
-  content hashes are selected in SQL, and numpy scores exactly those vectors,
-  decoding only the ones not already cached for that (id, hash).
+  the pool), and the rows are re-sorted by exact distance. The pending count
+  is a second subquery of the *same* statement, so both see one snapshot.
+- SQLite: every current vector in memory (``VectorCache``), kept in step
+  through ``memo_embedding_log``. ``semantic_arm`` opens a read transaction
+  (one WAL snapshot for the rest of the request), brings the cache to exactly
+  that snapshot and ranks and counts under ``cache.lock``, so no other request
+  moves the cache on meanwhile.
+- PostgreSQL without pgvector (and SQLite databases from before the log): the
+  admitted ids, their content hashes and the admitted count come from one
+  aggregate statement, and numpy scores exactly those vectors, decoding only
+  the ones not already cached for that (id, hash). A vector rewritten between
+  that statement and the fetch of an uncached one is left out of the ranking
+  and counted as pending, so the count still covers exactly what was not ranked.
 """
 
 from __future__ import annotations
@@ -30,9 +40,57 @@ from app.db.schema import memo
 from app.search.ddl import HNSW_DIMS
 from app.search.embedder import Vectors
 from app.search.tables import HalfVec, memo_embedding, memo_embedding_pgvector
-from app.search.vectors import VectorCache, decode, pgvector_text
+from app.search.vectors import VectorCache, decode_many, pgvector_text
 
 FETCH_CHUNK = 5000
+LOAD_CHUNK = 20_000  # rows per statement of a full (cold) load
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticArm:
+    ranking: list[int]  # memo ids, best first (empty when no query vector was given)
+    pending: int  # admitted memos without a current vector, in the ranking's snapshot
+
+
+async def semantic_arm(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    dim: int,
+    pgvector: bool,
+    query: Vectors | None,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> SemanticArm:
+    """The ranking (when ``query`` is given) and the pending count, from one snapshot."""
+    if pgvector:
+        return await pgvector_arm(conn, model, dim, query, admitted, pool)
+    if conn.dialect.name == "sqlite":
+        async with cache.lock:
+            began = await read_snapshot(conn)
+            return await _sqlite_arm(conn, cache, model, dim, query, admitted, pool, began)
+    return await _exact_arm(conn, cache, model, dim, query, admitted, pool, remember=True)
+
+
+async def read_snapshot(conn: AsyncConnection) -> bool:
+    """SQLite: make this connection's following reads one snapshot; whether it began one.
+
+    SQLite's Python driver only opens a transaction before a write, so each
+    SELECT is otherwise its own snapshot. A deferred ``BEGIN`` takes the WAL
+    snapshot at the next read and keeps it until the request's transaction
+    ends (commit or rollback). On PostgreSQL a no-op: its arms are single
+    statements.
+    """
+    if conn.dialect.name != "sqlite":
+        return False
+    raw = await conn.get_raw_connection()
+    if getattr(raw.driver_connection, "in_transaction", True):
+        return False  # already in a transaction: its snapshot stands
+    await conn.exec_driver_sql("BEGIN")
+    return True
+
+
+# --- PostgreSQL with pgvector ------------------------------------------------------------
 
 
 def pgvector_statement(
@@ -54,6 +112,37 @@ def pgvector_statement(
     )
 
 
+def pgvector_arm_statement(
+    model: str, query: Vectors, admitted: Sequence[ColumnElement[bool]], pool: int
+) -> sa.Select[Any]:
+    """``pgvector_statement`` and the caller's coverage as one statement (one snapshot):
+    the one-row coverage, left-joined to the ranked rows (none: one row of NULLs)."""
+    ranked = pgvector_statement(model, query, admitted, pool).subquery("ranked")
+    covered = coverage_statement(model, int(query.shape[0]), admitted).subquery("covered")
+    return sa.select(
+        covered.c.admitted, covered.c.embedded, ranked.c.memo_id, ranked.c.distance
+    ).select_from(covered.outerjoin(ranked, sa.true()))
+
+
+async def pgvector_arm(
+    conn: AsyncConnection,
+    model: str,
+    dim: int,
+    query: Vectors | None,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> SemanticArm:
+    if query is None:
+        return SemanticArm([], (await coverage(conn, model, dim, admitted)).pending)
+    await conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    await conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(40, min(2 * pool, 1000))}")
+    rows = list(await conn.execute(pgvector_arm_statement(model, query, admitted, pool)))
+    ranked = sorted(
+        (r for r in rows if r.memo_id is not None), key=lambda r: (r.distance, -r.memo_id)
+    )
+    return SemanticArm([int(r.memo_id) for r in ranked], int(rows[0].admitted - rows[0].embedded))
+
+
 async def pgvector_ranking(
     conn: AsyncConnection,
     model: str,
@@ -61,11 +150,11 @@ async def pgvector_ranking(
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
 ) -> list[int]:
-    await conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    await conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(40, min(2 * pool, 1000))}")
-    rows = list(await conn.execute(pgvector_statement(model, query, admitted, pool)))
-    rows.sort(key=lambda r: (r.distance, -r.memo_id))
-    return [r.memo_id for r in rows]
+    """The ranking alone (``pgvector_arm`` without using its count)."""
+    return (await pgvector_arm(conn, model, int(query.shape[0]), query, admitted, pool)).ranking
+
+
+# --- coverage: how many admitted memos have a current vector -------------------------------
 
 
 def _joined(model: str, dim: int) -> sa.Join:
@@ -76,31 +165,54 @@ def _joined(model: str, dim: int) -> sa.Join:
 @dataclass(frozen=True, slots=True)
 class Coverage:
     admitted: int  # memos the caller's search ranges over
-    embedded: int  # ...of which have a vector of the current model
+    embedded: int  # ...of which have a vector of the current model (and were rankable)
 
     @property
     def pending(self) -> int:
         return self.admitted - self.embedded
 
 
+def coverage_statement(
+    model: str, dim: int, admitted: Sequence[ColumnElement[bool]]
+) -> sa.Select[int, int]:
+    e = memo_embedding
+    return (
+        sa.select(sa.func.count().label("admitted"), sa.func.count(e.c.memo_id).label("embedded"))
+        .select_from(_joined(model, dim))
+        .where(*admitted)
+    )
+
+
 async def coverage(
     conn: AsyncConnection, model: str, dim: int, admitted: Sequence[ColumnElement[bool]]
 ) -> Coverage:
-    e = memo_embedding
-    row = (
-        await conn.execute(
-            sa.select(sa.func.count(), sa.func.count(e.c.memo_id))
-            .select_from(_joined(model, dim))
-            .where(*admitted)
-        )
-    ).one()
-    return Coverage(int(row[0]), int(row[1]))
+    row = (await conn.execute(coverage_statement(model, dim, admitted))).one()
+    return Coverage(int(row.admitted), int(row.embedded))
+
+
+# --- the exact scan over admitted ids (PostgreSQL without pgvector; old SQLite files) ------
 
 
 def _int_list(text: str | None) -> npt.NDArray[np.int64]:
     if not text:
         return np.zeros(0, dtype=np.int64)
     return np.array(text.split(","), dtype=np.int64)
+
+
+async def _exact_arm(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    dim: int,
+    query: Vectors | None,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    remember: bool,
+) -> SemanticArm:
+    if query is None:
+        return SemanticArm([], (await coverage(conn, model, dim, admitted)).pending)
+    ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool, remember)
+    return SemanticArm(ranking, covered.pending)
 
 
 async def exact_ranking(
@@ -110,12 +222,15 @@ async def exact_ranking(
     query: Vectors,
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
+    remember: bool = True,
 ) -> tuple[list[int], Coverage]:
     """The exact arm, and (for free, from the same scan) the caller's coverage.
 
     The admitted ids and content hashes come back as two comma-joined strings
     from one aggregate row: for a caller who sees 100k memos, that is far
-    cheaper than 100k result rows through the async driver.
+    cheaper than 100k result rows through the async driver. Vectors not cached
+    for their (id, hash) are fetched and, with ``remember``, cached; one that
+    changed since the aggregate is not ranked and counts as pending.
     """
     e = memo_embedding
     dim = int(query.shape[0])
@@ -133,14 +248,16 @@ async def exact_ranking(
         )
     ).one()
     ids, keys = _int_list(row[1]), _int_list(row[2])
-    covered = Coverage(int(row[0]), len(ids))
+    admitted_count = int(row[0])
     if not len(ids):
-        return [], covered
+        return [], Coverage(admitted_count, 0)
     hit_ids, hit_rows, missed = cache.lookup(ids, keys)
+    scores = cache.scores(hit_rows, query)
     if len(missed):
         wanted = dict(zip(ids.tolist(), keys.tolist(), strict=True))
         extra_ids: list[int] = []
-        extra_rows: list[int] = []
+        extra_keys: list[int] = []
+        blobs: list[bytes] = []
         for start in range(0, len(missed), FETCH_CHUNK):
             chunk = missed[start : start + FETCH_CHUNK].tolist()
             for memo_id, key, blob in await conn.execute(
@@ -149,12 +266,17 @@ async def exact_ranking(
                 )
             ):
                 if wanted.get(memo_id) != key:
-                    continue  # rewritten between the two reads: skip it this time
+                    continue  # rewritten since the aggregate: not ranked, counted pending
                 extra_ids.append(memo_id)
-                extra_rows.append(cache.store(memo_id, key, decode(blob, dim)))
-        hit_ids = np.concatenate([hit_ids, np.asarray(extra_ids, dtype=np.int64)])
-        hit_rows = np.concatenate([hit_rows, np.asarray(extra_rows, dtype=np.int64)])
-    scores = cache.scores(hit_rows, query)
+                extra_keys.append(key)
+                blobs.append(blob)
+        vectors = decode_many(blobs, dim) if blobs else np.zeros((0, dim), dtype=np.float32)
+        fetched = np.asarray(extra_ids, dtype=np.int64)
+        if remember:
+            cache.store_many(fetched, np.asarray(extra_keys, dtype=np.int64), vectors)
+        hit_ids = np.concatenate([hit_ids, fetched])
+        scores = np.concatenate([scores, vectors @ query])
+    covered = Coverage(admitted_count, len(hit_ids))
     order = _ordered(hit_ids, scores, pool)[:pool]
     return hit_ids[order].tolist(), covered
 
@@ -165,6 +287,39 @@ FULL_RELOAD_CHANGES = 20_000  # replaying more changes than this costs more than
 WALK_WINDOW = 1024  # most similar vectors checked for admission, then scan admitted ids
 WALK_FIRST = 100  # candidates in the first admission check (at least 2 x pool)
 PENDING_PROBE = 20_000  # ids without a cached vector counted by id list, else a scan
+
+
+async def _sqlite_arm(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    dim: int,
+    query: Vectors | None,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    began: bool,
+) -> SemanticArm:
+    """Under ``cache.lock``, in the snapshot ``read_snapshot`` opened."""
+    if not await has_embedding_log(conn, cache):
+        return await _exact_arm(conn, cache, model, dim, query, admitted, pool, remember=True)
+    if not await sync_cache(conn, cache, model, dim, rewind=began):
+        # The cache holds writes this (older) snapshot cannot see: scan the
+        # admitted ids of this snapshot, without touching the shared cache.
+        return await _exact_arm(conn, cache, model, dim, query, admitted, pool, remember=False)
+    ranking: list[int] = []
+    pending: int | None = None
+    if query is not None:
+        walked = await walk_ranking(conn, cache, model, query, admitted, pool)
+        if walked is not None:
+            ranking = walked
+        else:
+            ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool)
+            pending = covered.pending
+    if pending is None:
+        pending = await pending_count(conn, cache, model, dim, admitted)
+    if pending is None:
+        pending = (await coverage(conn, model, dim, admitted)).pending
+    return SemanticArm(ranking, pending)
 
 
 async def has_embedding_log(conn: AsyncConnection, cache: VectorCache) -> bool:
@@ -181,55 +336,83 @@ async def has_embedding_log(conn: AsyncConnection, cache: VectorCache) -> bool:
 async def _load(
     conn: AsyncConnection, cache: VectorCache, model: str, dim: int, ids: list[int] | None
 ) -> None:
-    """(Re)load the current vectors of ``ids`` (all when ``None``); ids without one are
-    forgotten."""
+    """(Re)load the current vectors of ``ids`` (all when ``None``, in primary-key
+    chunks); ids without one are forgotten."""
     e = memo_embedding
     stmt = sa.select(e.c.memo_id, e.c.content_hash, e.c.vector).where(
         e.c.model == model, e.c.dim == dim
     )
     if ids is None:
-        for memo_id, key, blob in await conn.execute(stmt):
-            cache.store(memo_id, key, decode(blob, dim))
-        return
+        last = 0
+        while True:
+            rows = list(
+                await conn.execute(
+                    stmt.where(e.c.memo_id > last).order_by(e.c.memo_id).limit(LOAD_CHUNK)
+                )
+            )
+            if not rows:
+                return
+            cache.store_many(
+                np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+                np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
+                decode_many([r[2] for r in rows], dim),
+            )
+            last = int(rows[-1][0])
     for start in range(0, len(ids), FETCH_CHUNK):
         chunk = ids[start : start + FETCH_CHUNK]
-        seen = set()
-        for memo_id, key, blob in await conn.execute(stmt.where(e.c.memo_id.in_(chunk))):
-            cache.store(memo_id, key, decode(blob, dim))
-            seen.add(memo_id)
+        rows = list(await conn.execute(stmt.where(e.c.memo_id.in_(chunk))))
+        if rows:
+            vectors = decode_many([r[2] for r in rows], dim)
+            for (memo_id, key, _), vector in zip(rows, vectors, strict=True):
+                cache.store(memo_id, key, vector)
+        seen = {r[0] for r in rows}
         for memo_id in chunk:
             if memo_id not in seen:
                 cache.remove(memo_id)
 
 
-async def sync_cache(conn: AsyncConnection, cache: VectorCache, model: str, dim: int) -> None:
-    """Bring the cache up to the database's current vectors of ``model``.
+async def sync_cache(
+    conn: AsyncConnection, cache: VectorCache, model: str, dim: int, rewind: bool = True
+) -> bool:
+    """Bring the cache to the current vectors of ``model`` in this connection's snapshot.
 
-    Cheap when nothing changed (one primary-key range read of the log). Another
-    process's write is in the log once committed, so it is seen at the next query.
-    The log position is read *before* the vectors, so a write racing the read is
-    replayed next time (replaying is idempotent: it reloads current rows).
+    Cheap when nothing changed (one primary-key read of the log's head).
+    Another process's write is in the log once committed, so it is seen at the
+    next query. The log head is read *before* the vectors, so, outside a read
+    transaction, a write racing the read is replayed next time (replaying is
+    idempotent: it reloads current rows).
+
+    Returns False, leaving the cache alone, when the cache already holds changes
+    past this snapshot's head (an older snapshot; the caller must not rank
+    from the cache). ``rewind``: the snapshot is known to be the newest (just
+    begun under ``cache.lock``), so a head behind the cache means the database
+    itself went back (restored from a backup): reload.
     """
+    head = int(
+        (await conn.exec_driver_sql("SELECT max(seq) FROM memo_embedding_log")).scalar() or 0
+    )
     start = cache.synced_seq
-    if start is not None:
+    if start is not None and head < start and not rewind:
+        return False
+    if start is not None and head == start:
+        return True
+    if start is not None and head > start:
         changed: list[Any] = list(
             await conn.exec_driver_sql(
-                "SELECT seq, memo_id FROM memo_embedding_log WHERE seq > ? ORDER BY seq LIMIT ?",
-                (start, FULL_RELOAD_CHANGES + 1),
+                "SELECT seq, memo_id FROM memo_embedding_log WHERE seq > ? AND seq <= ?"
+                " ORDER BY seq LIMIT ?",
+                (start, head, FULL_RELOAD_CHANGES + 1),
             )
         )
-        if not changed:
-            return
         oldest = (await conn.exec_driver_sql("SELECT min(seq) FROM memo_embedding_log")).scalar()
         if len(changed) <= FULL_RELOAD_CHANGES and oldest is not None and oldest <= start + 1:
             await _load(conn, cache, model, dim, sorted({int(r[1]) for r in changed}))
-            if cache.synced_seq == start:  # a concurrent sync may have moved on
-                cache.synced_seq = int(changed[-1][0])
-            return
-    head = (await conn.exec_driver_sql("SELECT max(seq) FROM memo_embedding_log")).scalar()
+            cache.synced_seq = head
+            return True
     cache.clear()
     await _load(conn, cache, model, dim, None)
-    cache.synced_seq = int(head or 0)
+    cache.synced_seq = head
+    return True
 
 
 def _ordered(

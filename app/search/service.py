@@ -27,15 +27,7 @@ from app.errors import InvalidArgument
 from app.search.fusion import Fused, rrf
 from app.search.lexical import lexical_ranking
 from app.search.runtime import SearchRuntime
-from app.search.semantic import (
-    coverage,
-    exact_ranking,
-    has_embedding_log,
-    pending_count,
-    pgvector_ranking,
-    sync_cache,
-    walk_ranking,
-)
+from app.search.semantic import semantic_arm
 from app.search.terms import MAX_QUERY_CHARS, parse_terms
 
 MODES = ("hybrid", "lexical", "semantic")
@@ -107,40 +99,25 @@ async def search_memos(
             raise InvalidArgument("pageToken: invalid page token")
         offset = key[0]
     admitted = admission(q)
+    embedder = await runtime.loaded_embedder()
+    vector = await runtime.embed_query(q.text) if q.mode != "lexical" else None
+    # The semantic arm first: on SQLite it opens the read snapshot that the pending
+    # count shares with it (and the lexical arm and the page's rows read too).
+    arm = await semantic_arm(
+        conn,
+        runtime.vector_cache(embedder.name, embedder.dim),
+        embedder.name,
+        embedder.dim,
+        runtime.pgvector,
+        vector,
+        admitted,
+        q.pool,
+    )
+    semantic = arm.ranking
     lexical: list[int] = []
-    semantic: list[int] = []
-    if q.mode in ("hybrid", "lexical"):
+    if q.mode != "semantic":
         # mode=lexical is exactly this arm of hybrid (same tiers, same ranks).
         lexical = await lexical_ranking(conn, parse_terms(q.text), admitted, q.pool)
-    embedder = runtime.embedder
-    pending: int | None = None
-    cache = runtime.vector_cache(embedder.name, embedder.dim)
-    synced = (
-        not runtime.pgvector
-        and conn.dialect.name == "sqlite"
-        and await has_embedding_log(conn, cache)
-    )
-    if synced:
-        await sync_cache(conn, cache, embedder.name, embedder.dim)
-    if q.mode in ("hybrid", "semantic"):
-        vector = await runtime.embed_query(q.text)
-        if runtime.pgvector:
-            semantic = await pgvector_ranking(conn, embedder.name, vector, admitted, q.pool)
-        else:
-            walked = None
-            if synced:
-                walked = await walk_ranking(conn, cache, embedder.name, vector, admitted, q.pool)
-            if walked is not None:
-                semantic = walked
-            else:
-                semantic, covered = await exact_ranking(
-                    conn, cache, embedder.name, vector, admitted, q.pool
-                )
-                pending = covered.pending
-    if pending is None and synced:
-        pending = await pending_count(conn, cache, embedder.name, embedder.dim, admitted)
-    if pending is None:
-        pending = (await coverage(conn, embedder.name, embedder.dim, admitted)).pending
     fused = rrf(lexical, semantic)
     page = fused[offset : offset + q.page_size]
     next_token = ""
@@ -150,5 +127,6 @@ async def search_memos(
     if page:
         ids = [h.memo_id for h in page]
         rows = {r.id: r for r in await conn.execute(sa.select(memo).where(memo.c.id.in_(ids)))}
-        page = [h for h in page if h.memo_id in rows]  # deleted since the arms ran
-    return SearchPage(page, rows, next_token, pending)
+        # PostgreSQL reads each statement in its own snapshot: drop a memo deleted since
+        page = [h for h in page if h.memo_id in rows]
+    return SearchPage(page, rows, next_token, arm.pending)

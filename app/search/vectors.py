@@ -9,6 +9,7 @@ memo, so a vector written by another process is never served stale.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 
@@ -34,6 +35,15 @@ def decode(blob: bytes, dim: int) -> Vectors:
     if v.shape != (dim,):
         raise ValueError(f"stored vector has {v.shape[0]} values, expected {dim}")
     return v.astype(np.float32)
+
+
+def decode_many(blobs: list[bytes], dim: int) -> Vectors:
+    """Rows of ``dim`` values from stored blobs: one join and one conversion, not one per row."""
+    bad = next((len(b) // 2 for b in blobs if len(b) != 2 * dim), None)
+    if bad is not None:
+        raise ValueError(f"stored vector has {bad} values, expected {dim}")
+    out: Vectors = np.frombuffer(b"".join(blobs), dtype=_F16).reshape(-1, dim).astype(np.float32)
+    return out
 
 
 def pgvector_text(vector: npt.NDArray[np.float32]) -> str:
@@ -62,9 +72,13 @@ class VectorCache:
         # (``None``: never synced), see ``semantic.sync_cache``.
         self.synced_seq: int | None = None
         self.has_log: bool | None = None
+        # Held while the cache is brought to a read snapshot *and* used under it
+        # (``semantic.semantic_arm``, ``semantic.warm_cache``), so no other request
+        # moves it past that snapshot meanwhile, and two cold loads never interleave.
+        self.lock = asyncio.Lock()
 
     def __len__(self) -> int:
-        return self._used
+        return self._used - len(self._free)
 
     def lookup(
         self, ids: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]
@@ -78,25 +92,31 @@ class VectorCache:
         hit[hit] = self._key_of[rows[hit]] == keys[hit]
         return ids[hit], rows[hit], ids[~hit]
 
+    def _grow_ids(self, memo_id: int) -> None:
+        if memo_id >= len(self._row_of):
+            grown = np.full(max(memo_id + 1, 2 * len(self._row_of)), -1, dtype=np.int64)
+            grown[: len(self._row_of)] = self._row_of
+            self._row_of = grown
+
+    def _grow_rows(self, rows: int) -> None:
+        if rows > len(self._matrix):
+            size = max(rows, 2 * len(self._matrix))
+            matrix = np.zeros((size, self.dim), dtype=np.float32)
+            matrix[: self._used] = self._matrix[: self._used]
+            keys = np.zeros(size, dtype=np.int64)
+            keys[: self._used] = self._key_of[: self._used]
+            id_of = np.full(size, -1, dtype=np.int64)
+            id_of[: self._used] = self._id_of[: self._used]
+            self._matrix, self._key_of, self._id_of = matrix, keys, id_of
+
     def store(self, memo_id: int, key: int, vector: Vectors) -> int:
         with self._lock:
-            if memo_id >= len(self._row_of):
-                grown = np.full(max(memo_id + 1, 2 * len(self._row_of)), -1, dtype=np.int64)
-                grown[: len(self._row_of)] = self._row_of
-                self._row_of = grown
+            self._grow_ids(memo_id)
             row = int(self._row_of[memo_id])
             if row < 0 and self._free:
                 row = self._free.pop()
             elif row < 0:
-                if self._used == len(self._matrix):
-                    size = 2 * len(self._matrix)
-                    matrix = np.zeros((size, self.dim), dtype=np.float32)
-                    matrix[: self._used] = self._matrix[: self._used]
-                    keys = np.zeros(size, dtype=np.int64)
-                    keys[: self._used] = self._key_of[: self._used]
-                    id_of = np.full(size, -1, dtype=np.int64)
-                    id_of[: self._used] = self._id_of[: self._used]
-                    self._matrix, self._key_of, self._id_of = matrix, keys, id_of
+                self._grow_rows(self._used + 1)
                 row = self._used
                 self._used += 1
             self._matrix[row] = vector
@@ -104,6 +124,32 @@ class VectorCache:
             self._id_of[row] = memo_id
             self._row_of[memo_id] = row
             return row
+
+    def store_many(
+        self, ids: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], vectors: Vectors
+    ) -> None:
+        """``store`` for many rows (a cold load): appended in one step when all ids are new."""
+        if not len(ids):
+            return
+        with self._lock:
+            self._grow_ids(int(ids.max()))
+            appendable = (
+                not self._free
+                and bool((self._row_of[ids] < 0).all())
+                and len(np.unique(ids)) == len(ids)
+            )
+            if appendable:
+                end = self._used + len(ids)
+                self._grow_rows(end)
+                rows = np.arange(self._used, end, dtype=np.int64)
+                self._matrix[rows] = vectors
+                self._key_of[rows] = keys
+                self._id_of[rows] = ids
+                self._row_of[ids] = rows
+                self._used = end
+                return
+        for memo_id, key, vector in zip(ids.tolist(), keys.tolist(), vectors, strict=True):
+            self.store(memo_id, key, vector)
 
     def remove(self, memo_id: int) -> None:
         """Forget ``memo_id``'s vector (deleted, or of another model now)."""

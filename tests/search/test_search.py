@@ -265,22 +265,25 @@ async def test_postgresql_uses_pgvector(client: AsyncTestClient[Any], dialect: s
     assert client.app.state.search.pgvector is True
 
 
+@pytest.mark.parametrize("with_count", [False, True])
 async def test_postgresql_semantic_arm_can_use_the_hnsw_index(
-    client: AsyncTestClient[Any], dialect: str
+    client: AsyncTestClient[Any], dialect: str, with_count: bool
 ) -> None:
-    """The ORDER BY expression and the partial predicate match the 0004 HNSW index."""
+    """The ORDER BY expression and the partial predicate match the 0004 HNSW index,
+    also inside the statement that counts pending memos in the same snapshot."""
     if dialect != "postgresql":
         pytest.skip("pgvector is a PostgreSQL capability")
     import numpy as np
     from sqlalchemy.dialects import postgresql
 
     from app.access.audience import AccessMode
-    from app.search.semantic import pgvector_statement
+    from app.search.semantic import pgvector_arm_statement, pgvector_statement
     from app.search.service import SearchQuery, admission
 
     caller_q = SearchQuery(caller=None, access_mode=AccessMode.PUBLIC, text="x")
     vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
-    stmt = pgvector_statement("m", vector, admission(caller_q), 50)
+    build = pgvector_arm_statement if with_count else pgvector_statement
+    stmt = build("m", vector, admission(caller_q), 50)
     sql = str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
     engine = create_engine(client.app.state.settings.database_url)
     async with engine.begin() as conn:
