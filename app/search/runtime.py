@@ -1,8 +1,13 @@
 """Per-process search state, created in the app's lifespan and kept on ``app.state.search``.
 
-The query embedder loads on first use (the default model loads in well under
-a second); the worker gets an instance of its own so a batch in progress
-never blocks a query.
+At startup, in the background, ``SearchRuntime.warm`` loads what the first
+search would otherwise load on the request path: the query model (about half
+a second) and, without pgvector, every current vector (about a second per
+100k memos). Startup and ``/readyz`` do not wait for it: the process serves
+every route meanwhile, and a search arriving during the load waits for it
+(``VectorCache.lock``) instead of starting a second one. ``warm_status`` says
+where it is ("cold", "warming", "warm", "failed"). The worker gets a model
+instance of its own so a batch in progress never blocks a query.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,7 +23,9 @@ import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db.schema import memo
 from app.search.embedder import Embedder, QueryCache, make_embedder
+from app.search.semantic import warm_cache
 from app.search.vectors import VectorCache
 from app.search.worker import run_worker
 
@@ -32,6 +40,7 @@ class SearchRuntime:
         self._embedder: Embedder | None = None
         self._caches: dict[tuple[str, int], VectorCache] = {}
         self._lock = threading.Lock()
+        self.warm_status = "cold"
 
     @property
     def embedder(self) -> Embedder:
@@ -57,6 +66,40 @@ class SearchRuntime:
         embedder = await self.loaded_embedder()
         return await asyncio.to_thread(self.queries.get, embedder, text)
 
+    async def warm(self, engine: AsyncEngine) -> None:
+        """Load the query model and (without pgvector) the vectors, if there is
+        anything to search yet; never raises (the first search loads instead)."""
+        started = time.perf_counter()
+        self.warm_status = "warming"
+        try:
+            async with engine.connect() as conn:
+                empty = (await conn.execute(sa.select(memo.c.id).limit(1))).first() is None
+            if empty:  # nothing to search: a new instance (or a test) stays cold
+                self.warm_status = "warm"
+                return
+            embedder = await self.loaded_embedder()
+            await asyncio.to_thread(embedder.embed_query, "warm up")
+            model_s = time.perf_counter() - started
+            vectors = 0
+            if not self.pgvector:
+                cache = self.vector_cache(embedder.name, embedder.dim)
+                vectors = await warm_cache(engine, cache, embedder.name, embedder.dim)
+        except asyncio.CancelledError:
+            self.warm_status = "cold"
+            raise
+        except Exception:
+            self.warm_status = "failed"
+            log.exception("search warm-up failed: the first search loads instead")
+            return
+        self.warm_status = "warm"
+        log.info(
+            "search warm",
+            model=embedder.name,
+            model_seconds=round(model_s, 2),
+            vectors=vectors,
+            seconds=round(time.perf_counter() - started, 2),
+        )
+
 
 async def has_pgvector(engine: AsyncEngine) -> bool:
     """Whether ``memo_embedding`` has migration 0004's ``halfvec`` column."""
@@ -75,14 +118,21 @@ async def has_pgvector(engine: AsyncEngine) -> bool:
 def search_lifespan(
     model: str, worker: bool
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
-    """The lifespan hook: search state, and the embedding worker when enabled."""
+    """The lifespan hook: search state, its warm-up, and the embedding worker when enabled."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         engine: AsyncEngine = app.state.engine
         runtime = SearchRuntime(model, await has_pgvector(engine))
+        if engine.dialect.name == "postgresql" and not runtime.pgvector:
+            log.warning(
+                "pgvector is not installed in this database: the semantic arm scans the"
+                " admitted memos' vectors exactly (in process), which grows with the"
+                " number of memos a caller sees"
+            )
         app.state.search = runtime
         stop = asyncio.Event()
+        warming = asyncio.create_task(runtime.warm(engine))
         task: asyncio.Task[None] | None = None
         if worker:
             try:
@@ -95,9 +145,10 @@ def search_lifespan(
             yield
         finally:
             stop.set()
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            for running in (warming, task):
+                if running is not None:
+                    running.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await running
 
     return lifespan

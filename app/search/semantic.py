@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db.schema import memo
@@ -413,6 +413,27 @@ async def sync_cache(
     await _load(conn, cache, model, dim, None)
     cache.synced_seq = head
     return True
+
+
+async def warm_cache(engine: AsyncEngine, cache: VectorCache, model: str, dim: int) -> int:
+    """Load every current vector of ``model`` before the first search needs it (at
+    startup, in the background); returns how many the cache holds.
+
+    SQLite with the log: a full ``sync_cache`` under ``cache.lock`` in one
+    snapshot, so the cache is then kept in step through the log exactly as if
+    a search had loaded it (a search arriving meanwhile waits for this load
+    instead of starting a second one). Elsewhere the rows are cached by (id,
+    content hash), which every search checks against its own snapshot.
+    """
+    async with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            async with cache.lock:
+                began = await read_snapshot(conn)
+                if await has_embedding_log(conn, cache):
+                    await sync_cache(conn, cache, model, dim, rewind=began)
+                    return len(cache)
+        await _load(conn, cache, model, dim, None)
+        return len(cache)
 
 
 def _ordered(
