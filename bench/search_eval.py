@@ -27,7 +27,7 @@ from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
-from app.memos.query_filter import memo_filter_clause
+from app.filter import compile_memo_filter
 from app.search.runtime import SearchRuntime
 from app.search.service import DEFAULT_POOL, SearchQuery, search_memos
 from app.search.worker import WorkerStats, embed_pending
@@ -106,8 +106,7 @@ async def seed(url: str, docs: list[dict[str, Any]]) -> dict[int, str]:
 async def baseline(conn: Any, text: str) -> list[int]:
     words = [w.replace("\\", "\\\\").replace('"', '\\"') for w in text.split()]
     cel = " && ".join(f'content.contains("{w}")' for w in words)
-    clause = memo_filter_clause(cel, now=int(time.time()), dialect_name="sqlite")
-    assert clause is not None
+    clause = compile_memo_filter(cel, now=int(time.time()), dialect_name="sqlite")
     rows = await conn.execute(
         sa.select(memo.c.id)
         .where(clause)
