@@ -99,6 +99,9 @@ def filter_pg_host(pg_root: str) -> str:
 
 async def _create_schema(engine: AsyncEngine) -> None:
     async with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # The audience predicate's tree test (plan tests AND it in) uses ltree.
+            await conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS ltree")
         await conn.run_sync(metadata.create_all)
         for statement in content_index_ddl(engine.dialect.name):
             await conn.exec_driver_sql(statement)

@@ -3,7 +3,9 @@
 20,000 memos with realistic selectivity (a rare word in 5 memos, the "work"
 tag on 1%, "coffee" and the "daily" tag on 30%, 200 creators, five years of
 timestamps), statistics gathered with ANALYZE, and no planner switches: the
-plans below are what production gets. EXPLAIN needs the values inline, so
+plans below are what production gets. Each filter is planned as a list runs
+it: ANDed with the audience predicate of a signed-in user, ordered newest
+first, limited to a page. EXPLAIN needs the values inline, so
 the tests compile with ``literal_binds`` (tests only; the application always
 binds).
 
@@ -22,9 +24,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode
+from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller, Credential
-from app.db.schema import memo, memo_tag
+from app.db.schema import memo, memo_tag, user_account
 from app.filter import compile_memo_filter, lower_filter, memo_filter_needles
 from app.filter.selectivity import Needle, Span, TagNeedle, TrigramNeedle, probe_cap
 from app.memos.listing import ListQuery, list_memos
@@ -67,7 +69,21 @@ def seeded(filter_db: Db) -> Db:
         names += rng.sample([f"topic{j}" for j in range(50)], k=rng.randint(0, 3))
         names += ["daily"] if common.random() < 0.3 else []
         tags += [{"memo_id": i, "tag": t, "position": p} for p, t in enumerate(names)]
-    filter_db.execute((sa.insert(memo), memos), (sa.insert(memo_tag), tags))
+    users = [
+        {
+            "id": uid,
+            "username": f"u{uid}",
+            "role": "USER",
+            "state": "NORMAL",
+            "password_hash": "x",
+            "created_ts": 0,
+            "updated_ts": 0,
+        }
+        for uid in range(1, 201)
+    ]
+    filter_db.execute(
+        (sa.insert(user_account), users), (sa.insert(memo), memos), (sa.insert(memo_tag), tags)
+    )
     # What autovacuum does in production: statistics, and on PostgreSQL the GIN
     # pending list flushed into the index proper.
     filter_db.maintenance("ANALYZE" if filter_db.dialect_name == "sqlite" else "VACUUM ANALYZE")
@@ -75,8 +91,19 @@ def seeded(filter_db: Db) -> Db:
 
 
 def _plan(db: Db, text: str) -> str:
+    """The plan of the filter ANDed with the audience predicate, as a list runs it."""
     where = compile_memo_filter(text, now=NOW, dialect_name=db.dialect_name)
-    query = sa.select(memo.c.id).where(memo.c.state == "NORMAL", where)
+    query = (
+        sa.select(memo.c.id)
+        .where(
+            memo.c.parent_id.is_(None),
+            memo.c.state == "NORMAL",
+            audience_predicate(CALLER, AccessMode.PRIVATE),
+            where,
+        )
+        .order_by(memo.c.created_ts.desc(), memo.c.id.desc())
+        .limit(51)
+    )
     sql = str(query.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True}))
     prefix = "EXPLAIN QUERY PLAN " if db.dialect_name == "sqlite" else "EXPLAIN "
     rows = db.execute(prefix + sql)[0]
