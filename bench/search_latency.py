@@ -76,7 +76,7 @@ from app.db.engine import create_engine
 from app.memos.present import present
 from app.search.embedder import Embedder, make_embedder
 from app.search.runtime import SearchRuntime, has_pgvector
-from app.search.semantic import coverage_statement, pgvector_arm_statement, pgvector_statement
+from app.search.semantic import pgvector_arm_statement, pgvector_statement, queued_statement
 from app.search.service import DEFAULT_POOL, SearchQuery, admission, search_memos
 from app.search.vectors import content_hash, encode, pgvector_text
 from bench.corpus import CorpusSpec, SeedReport, seed_postgresql, seed_sqlite
@@ -118,6 +118,8 @@ def store_sqlite(path: Path, embedder: Embedder) -> dict[str, Any]:
             for memo_id, content in db.execute("SELECT id, content FROM memo").fetchall()
         ),
     )
+    # Every memo now has its vector: what the worker's store would have dequeued.
+    db.execute("DELETE FROM memo_embedding_queue")
     db.commit()
     db.execute("ANALYZE")
     db.close()
@@ -169,6 +171,8 @@ async def store_postgresql(url: str, embedder: Embedder, pgvector: bool) -> dict
             embedder.dim,
             int(time.time()),
         )
+        # Every memo now has its vector: what the worker's store would have dequeued.
+        await conn.execute("DELETE FROM memo_embedding_queue")
         insert_s = time.perf_counter() - started
         step(f"{inserted}: {insert_s:.1f}s")
         started = time.perf_counter()
@@ -369,7 +373,7 @@ async def arm_stages(
     count_ms: list[float] = []
     engine = create_engine(url)
     try:
-        count_sql = sql(coverage_statement(embedder.name, embedder.dim, admitted))
+        count_sql = sql(queued_statement(admitted))
         for text in queries:
             ranking_sql = sql(
                 pgvector_statement(

@@ -119,6 +119,63 @@ _PG_DOWN = [
 ]
 
 
+# The worker's to-do list: a memo is queued, in the writer's transaction, when
+# it is created or its content changes, and leaves the queue in the
+# transaction that stores its vector (``worker.store_vectors``). The worker
+# then reads its next batch by primary key instead of anti-joining every memo
+# with its vector, and "how many of the memos I can see are not embedded
+# yet" is a join with this (usually empty) table. Migration 0007.
+QUEUE_TABLE = (
+    "CREATE TABLE memo_embedding_queue ("
+    " memo_id INTEGER NOT NULL PRIMARY KEY REFERENCES memo (id) ON DELETE CASCADE)"
+)
+QUEUE_BACKFILL = (
+    "INSERT INTO memo_embedding_queue (memo_id) SELECT id FROM memo WHERE NOT EXISTS"
+    " (SELECT 1 FROM memo_embedding e WHERE e.memo_id = memo.id)"
+)
+_SQLITE_QUEUE_UP = [
+    QUEUE_TABLE,
+    "CREATE TRIGGER memo_embedding_queue_ai AFTER INSERT ON memo BEGIN "
+    "INSERT OR IGNORE INTO memo_embedding_queue (memo_id) VALUES (new.id); END",
+    "CREATE TRIGGER memo_embedding_queue_au AFTER UPDATE OF content ON memo "
+    "WHEN old.content IS NOT new.content BEGIN "
+    "INSERT OR IGNORE INTO memo_embedding_queue (memo_id) VALUES (new.id); END",
+    QUEUE_BACKFILL,
+]
+_SQLITE_QUEUE_DOWN = [
+    "DROP TRIGGER IF EXISTS memo_embedding_queue_au",
+    "DROP TRIGGER IF EXISTS memo_embedding_queue_ai",
+    "DROP TABLE IF EXISTS memo_embedding_queue",
+]
+_PG_QUEUE_UP = [
+    QUEUE_TABLE,
+    "CREATE FUNCTION daybook_memo_embedding_enqueue() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN INSERT INTO memo_embedding_queue (memo_id) VALUES (NEW.id) "
+    "ON CONFLICT (memo_id) DO NOTHING; RETURN NULL; END $$",
+    "CREATE TRIGGER memo_embedding_queue_ai AFTER INSERT ON memo FOR EACH ROW "
+    "EXECUTE FUNCTION daybook_memo_embedding_enqueue()",
+    "CREATE TRIGGER memo_embedding_queue_au AFTER UPDATE OF content ON memo FOR EACH ROW "
+    "WHEN (OLD.content IS DISTINCT FROM NEW.content) "
+    "EXECUTE FUNCTION daybook_memo_embedding_enqueue()",
+    QUEUE_BACKFILL,
+]
+_PG_QUEUE_DOWN = [
+    "DROP TRIGGER IF EXISTS memo_embedding_queue_au ON memo",
+    "DROP TRIGGER IF EXISTS memo_embedding_queue_ai ON memo",
+    "DROP FUNCTION IF EXISTS daybook_memo_embedding_enqueue()",
+    "DROP TABLE IF EXISTS memo_embedding_queue",
+]
+
+
+def queue_ddl(dialect_name: str) -> list[str]:
+    """Statements creating and filling the embedding queue (migration 0007)."""
+    return list(_SQLITE_QUEUE_UP if dialect_name == "sqlite" else _PG_QUEUE_UP)
+
+
+def queue_drop_ddl(dialect_name: str) -> list[str]:
+    return list(_SQLITE_QUEUE_DOWN if dialect_name == "sqlite" else _PG_QUEUE_DOWN)
+
+
 def search_ddl(dialect_name: str) -> list[str]:
     """Statements creating the search indexes (PostgreSQL: without pgvector, see ``PG_VECTOR``)."""
     return list(_SQLITE_UP if dialect_name == "sqlite" else _PG_UP)

@@ -25,7 +25,6 @@ model change never mixes two embedding spaces in one ranking.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.db.schema import memo
 from app.search.ddl import HNSW_DIMS
 from app.search.embedder import Vectors
-from app.search.tables import HalfVec, memo_embedding, memo_embedding_pgvector
+from app.search.tables import (
+    HalfVec,
+    memo_embedding,
+    memo_embedding_pgvector,
+    memo_embedding_queue,
+)
 from app.search.vectors import VectorCache, decode_many, pgvector_text
 
 FETCH_CHUNK = 5000
@@ -115,13 +119,13 @@ def pgvector_statement(
 def pgvector_arm_statement(
     model: str, query: Vectors, admitted: Sequence[ColumnElement[bool]], pool: int
 ) -> sa.Select[Any]:
-    """``pgvector_statement`` and the caller's coverage as one statement (one snapshot):
-    the one-row coverage, left-joined to the ranked rows (none: one row of NULLs)."""
+    """``pgvector_statement`` and the caller's pending count as one statement (one
+    snapshot): the one-row count, left-joined to the ranked rows (none: one row of NULLs)."""
     ranked = pgvector_statement(model, query, admitted, pool).subquery("ranked")
-    covered = coverage_statement(model, int(query.shape[0]), admitted).subquery("covered")
-    return sa.select(
-        covered.c.admitted, covered.c.embedded, ranked.c.memo_id, ranked.c.distance
-    ).select_from(covered.outerjoin(ranked, sa.true()))
+    queued = queued_statement(admitted).subquery("queued")
+    return sa.select(queued.c.pending, ranked.c.memo_id, ranked.c.distance).select_from(
+        queued.outerjoin(ranked, sa.true())
+    )
 
 
 async def pgvector_arm(
@@ -133,14 +137,14 @@ async def pgvector_arm(
     pool: int,
 ) -> SemanticArm:
     if query is None:
-        return SemanticArm([], (await coverage(conn, model, dim, admitted)).pending)
+        return SemanticArm([], await queued_count(conn, admitted))
     await conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
     await conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(40, min(2 * pool, 1000))}")
     rows = list(await conn.execute(pgvector_arm_statement(model, query, admitted, pool)))
     ranked = sorted(
         (r for r in rows if r.memo_id is not None), key=lambda r: (r.distance, -r.memo_id)
     )
-    return SemanticArm([int(r.memo_id) for r in ranked], int(rows[0].admitted - rows[0].embedded))
+    return SemanticArm([int(r.memo_id) for r in ranked], int(rows[0].pending))
 
 
 async def pgvector_ranking(
@@ -152,6 +156,29 @@ async def pgvector_ranking(
 ) -> list[int]:
     """The ranking alone (``pgvector_arm`` without using its count)."""
     return (await pgvector_arm(conn, model, int(query.shape[0]), query, admitted, pool)).ranking
+
+
+# --- pending: admitted memos waiting in the embedding queue --------------------------------
+
+
+def queued_statement(admitted: Sequence[ColumnElement[bool]]) -> sa.Select[Any]:
+    """How many admitted memos are queued for a vector (``memo_embedding_queue``).
+
+    A join with the queue, which is empty once the worker has caught up, so
+    the count costs next to nothing however many memos the caller can see.
+    A memo leaves the queue in the transaction that stores its vector, so in
+    any one snapshot the queued memos are exactly those without one (once
+    the worker's start-up sweep has queued the memos of a previous model).
+    """
+    q = memo_embedding_queue
+    return sa.select(sa.func.count().label("pending")).where(
+        memo.c.id.in_(sa.select(q.c.memo_id)), *admitted
+    )
+
+
+async def queued_count(conn: AsyncConnection, admitted: Sequence[ColumnElement[bool]]) -> int:
+    count: int = (await conn.execute(queued_statement(admitted))).scalar_one()
+    return int(count)
 
 
 # --- coverage: how many admitted memos have a current vector -------------------------------
@@ -210,7 +237,7 @@ async def _exact_arm(
     remember: bool,
 ) -> SemanticArm:
     if query is None:
-        return SemanticArm([], (await coverage(conn, model, dim, admitted)).pending)
+        return SemanticArm([], await queued_count(conn, admitted))
     ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool, remember)
     return SemanticArm(ranking, covered.pending)
 
@@ -286,7 +313,6 @@ async def exact_ranking(
 FULL_RELOAD_CHANGES = 20_000  # replaying more changes than this costs more than a reload
 WALK_WINDOW = 1024  # most similar vectors checked for admission, then scan admitted ids
 WALK_FIRST = 100  # candidates in the first admission check (at least 2 x pool)
-PENDING_PROBE = 20_000  # ids without a cached vector counted by id list, else a scan
 
 
 async def _sqlite_arm(
@@ -316,9 +342,7 @@ async def _sqlite_arm(
             ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool)
             pending = covered.pending
     if pending is None:
-        pending = await pending_count(conn, cache, model, dim, admitted)
-    if pending is None:
-        pending = (await coverage(conn, model, dim, admitted)).pending
+        pending = await queued_count(conn, admitted)
     return SemanticArm(ranking, pending)
 
 
@@ -501,31 +525,3 @@ async def walk_ranking(
     if len(order) == len(ids) and walked == len(order):
         return found  # every cached vector was considered
     return None
-
-
-async def pending_count(
-    conn: AsyncConnection,
-    cache: VectorCache,
-    model: str,
-    dim: int,
-    admitted: Sequence[ColumnElement[bool]],
-) -> int | None:
-    """Admitted memos without a current vector, probing only ids the synced cache lacks
-    (``None`` when there are too many such ids: use ``coverage``)."""
-    max_id = (await conn.execute(sa.select(sa.func.max(memo.c.id)))).scalar()
-    if max_id is None:
-        return 0
-    probe = cache.missing(int(max_id))
-    if len(probe) > PENDING_PROBE:
-        return None
-    if not len(probe):
-        return 0
-    e = memo_embedding
-    ids = sa.select(
-        sa.func.json_each(sa.literal(json.dumps(probe.tolist()))).table_valued("value").c.value
-    )
-    has_vector = sa.exists().where(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim)
-    count = await conn.execute(
-        sa.select(sa.func.count()).where(memo.c.id.in_(ids), ~has_vector, *admitted)
-    )
-    return int(count.scalar_one())

@@ -49,4 +49,11 @@ memo_embedding_pgvector = sa.Table(
     sa.Column("embedding", HalfVec(), nullable=True),
 )
 
+# Memos waiting for a vector (migration 0007, kept by triggers).
+memo_embedding_queue = sa.Table(
+    "memo_embedding_queue",
+    search_metadata,
+    sa.Column("memo_id", sa.Integer, primary_key=True),
+)
+
 memo_fts = sa.table("memo_fts", sa.column("rowid", sa.Integer))

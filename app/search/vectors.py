@@ -168,14 +168,6 @@ class VectorCache:
             self._used = 0
             self._free = []
 
-    def missing(self, max_id: int) -> npt.NDArray[np.int64]:
-        """Ids in ``1..max_id`` without a cached vector."""
-        known = np.full(max_id + 1, -1, dtype=np.int64)
-        n = min(len(self._row_of), max_id + 1)
-        known[:n] = self._row_of[:n]
-        out: npt.NDArray[np.int64] = np.nonzero(known[1:] < 0)[0] + 1
-        return out
-
     def score_all(self, query: Vectors) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """(memo ids, cosine similarities) of every cached vector: one matrix product."""
         used = self._used

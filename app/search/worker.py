@@ -1,14 +1,24 @@
 """The embedding worker: embeds memos whose vector is missing, stale or of another model.
 
-State is the ``memo_embedding`` table itself, so the worker resumes after a
-crash or restart without bookkeeping. A memo needs work when it has no row
-stamped with the current model and dimension (0004's trigger deletes the row
-when content changes). Newest memos go first.
+State is in the database, so the worker resumes after a crash or restart
+without bookkeeping. Work comes from ``memo_embedding_queue`` (migration
+0007): triggers queue a memo when it is created or its content changes (and
+0004's trigger deletes its stale vector), so a poll with nothing to do is one
+primary-key read, not a scan of every memo. Newest memos go first.
 
 Writes are idempotent upserts guarded by the content they were computed
 from (``INSERT ... SELECT ... WHERE memo.content = :embedded ON CONFLICT
 DO UPDATE``): two processes embedding the same memo write the same row, and
-a vector computed from content that changed meanwhile is never stored.
+a vector computed from content that changed meanwhile is never stored. The
+same transaction takes the memo off the queue, with the same guard, so a
+snapshot never sees a memo both unqueued and without its vector.
+
+The sweep (``enqueue_missing``) is the safety net: it queues every memo
+without a vector of the current model, in id ranges. It runs when the worker
+starts (which is how a model change re-embeds gradually: the old model's
+vectors stay until replaced) and every ``SWEEP_SECONDS`` after, for the rare
+interleaving on PostgreSQL where a content change commits between the
+worker's store and its dequeue.
 """
 
 from __future__ import annotations
@@ -26,12 +36,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.schema import memo
 from app.search.embedder import Embedder, Vectors
-from app.search.tables import HalfVec, memo_embedding, memo_embedding_pgvector
+from app.search.tables import (
+    HalfVec,
+    memo_embedding,
+    memo_embedding_pgvector,
+    memo_embedding_queue,
+)
 from app.search.vectors import content_hash, encode, pgvector_text
 
 log = structlog.get_logger("daybook.search.worker")
 
 BATCH = 32
+SWEEP_CHUNK = 20_000  # ids per statement of the sweep
+SWEEP_SECONDS = 3600.0
 LOG_KEEP = 50_000  # memo_embedding_log entries kept; a process further behind reloads
 MAX_EMBED_CHARS = 2000  # e5/MiniLM read ~512 tokens at most; don't tokenise megabytes
 
@@ -42,15 +59,36 @@ def missing_condition(model: str, dim: int) -> sa.ColumnElement[bool]:
     return ~sa.exists().where(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim)
 
 
-async def next_batch(conn: AsyncConnection, embedder: Embedder, size: int) -> list[Any]:
-    return list(
-        await conn.execute(
-            sa.select(memo.c.id, memo.c.content)
-            .where(missing_condition(embedder.name, embedder.dim))
-            .order_by(memo.c.id.desc())
-            .limit(size)
-        )
+def next_batch_statement(size: int) -> sa.Select[Any]:
+    """The newest queued memos: a walk of the queue's primary key, then one
+    primary-key read per memo (an ``IN`` list, so no planner starts from
+    ``memo`` when the queue is empty and has no statistics)."""
+    q = memo_embedding_queue
+    newest = sa.select(q.c.memo_id).order_by(q.c.memo_id.desc()).limit(size)
+    return (
+        sa.select(memo.c.id, memo.c.content)
+        .where(memo.c.id.in_(newest.scalar_subquery()))
+        .order_by(memo.c.id.desc())
     )
+
+
+async def next_batch(conn: AsyncConnection, embedder: Embedder, size: int) -> list[Any]:
+    # The queue holds no model: a model change is queued by the sweep.
+    return list(await conn.execute(next_batch_statement(size)))
+
+
+def _insert(conn: AsyncConnection, table: sa.Table) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
+
+
+async def enqueue_missing(conn: AsyncConnection, model: str, dim: int, low: int, high: int) -> int:
+    """Queue the memos with ids in ``(low, high]`` that lack a vector of ``model``/``dim``."""
+    source = sa.select(memo.c.id).where(
+        memo.c.id > low, memo.c.id <= high, missing_condition(model, dim)
+    )
+    stmt = _insert(conn, memo_embedding_queue).from_select(["memo_id"], source)
+    result = await conn.execute(stmt.on_conflict_do_nothing(index_elements=["memo_id"]))
+    return max(result.rowcount or 0, 0)
 
 
 def embed_text(content: str) -> str:
@@ -67,7 +105,6 @@ async def store_vectors(
 ) -> int:
     """Upsert one vector per row, only where the memo still has the embedded content."""
     now = int(time.time()) if now is None else now
-    pg = conn.dialect.name == "postgresql"
     table = memo_embedding_pgvector if pgvector else memo_embedding
     stored = 0
     for row, vector in zip(rows, vectors, strict=True):
@@ -86,13 +123,16 @@ async def store_vectors(
         source = sa.select(*columns.values()).where(
             memo.c.id == row.id, memo.c.content == row.content
         )
-        insert = (postgresql.insert if pg else sqlite.insert)(table)
+        insert = _insert(conn, table)
         stmt = insert.from_select(list(columns), source).on_conflict_do_update(
             index_elements=[table.c.memo_id],
             set_={name: insert.excluded[name] for name in columns if name != "memo_id"},
         )
         result = await conn.execute(stmt)
         stored += max(result.rowcount or 0, 0)
+        q = memo_embedding_queue
+        current = sa.exists().where(memo.c.id == row.id, memo.c.content == row.content)
+        await conn.execute(q.delete().where(q.c.memo_id == row.id, current))
     return stored
 
 
@@ -111,6 +151,26 @@ async def prune_log(conn: AsyncConnection) -> None:
     )
 
 
+async def sweep_queue(engine: AsyncEngine, embedder: Embedder, chunk: int = SWEEP_CHUNK) -> int:
+    """Queue every memo without a current vector, one id range per transaction
+    (so writers never wait long); logged when it finds work."""
+    started = time.perf_counter()
+    async with engine.connect() as conn:
+        last = (await conn.execute(sa.select(sa.func.max(memo.c.id)))).scalar() or 0
+    added = 0
+    for low in range(0, int(last), chunk):
+        async with engine.begin() as conn:
+            added += await enqueue_missing(conn, embedder.name, embedder.dim, low, low + chunk)
+    if added:
+        log.info(
+            "queued memos without a current vector",
+            memos=added,
+            model=embedder.name,
+            seconds=round(time.perf_counter() - started, 2),
+        )
+    return added
+
+
 @dataclass(slots=True)
 class WorkerStats:
     embedded: int = 0
@@ -124,8 +184,15 @@ async def embed_pending(
     batch_size: int = BATCH,
     max_batches: int | None = None,
     stats: WorkerStats | None = None,
+    sweep: bool = True,
 ) -> int:
-    """Embed pending memos until none are left (or ``max_batches``); returns how many."""
+    """Embed pending memos until none are left (or ``max_batches``); returns how many.
+
+    ``sweep`` first queues every memo without a current vector (a pass over
+    all memos: the worker loop does it at start and hourly, not every poll).
+    """
+    if sweep:
+        await sweep_queue(engine, embedder)
     total = 0
     batches = 0
     while max_batches is None or batches < max_batches:
@@ -153,11 +220,15 @@ async def run_worker(
     stop: asyncio.Event,
     idle_seconds: float = 2.0,
 ) -> None:
-    """Loop until ``stop``: embed what is pending, then poll every ``idle_seconds``."""
+    """Loop until ``stop``: embed what is queued, then poll every ``idle_seconds``."""
     log.info("embedding worker started", model=embedder.name, dim=embedder.dim)
+    swept_at = -SWEEP_SECONDS
     while not stop.is_set():
         try:
-            done = await embed_pending(engine, embedder, pgvector, max_batches=8)
+            if time.monotonic() - swept_at >= SWEEP_SECONDS:
+                swept_at = time.monotonic()
+                await sweep_queue(engine, embedder)
+            done = await embed_pending(engine, embedder, pgvector, max_batches=8, sweep=False)
         except Exception:
             log.exception("embedding batch failed; retrying later")
             done = 0

@@ -22,7 +22,7 @@ from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
 from app.search import semantic, worker
 from app.search.embedder import HashingEmbedder
-from app.search.semantic import exact_ranking, pending_count, sync_cache, walk_ranking
+from app.search.semantic import exact_ranking, queued_count, sync_cache, walk_ranking
 from app.search.tables import memo_embedding
 from app.search.vectors import VectorCache
 from app.search.worker import embed_pending
@@ -185,9 +185,7 @@ async def test_walk_equals_the_admitted_scan(engine: AsyncEngine, modulus: int) 
                 assert [round(sim[i], 5) for i in got] == [round(sim[i], 5) for i in expected]
                 assert len(set(got)) == len(got)
                 assert all(i % modulus == 0 for i in got)
-                pending = await pending_count(
-                    conn, walked_cache, EMBEDDER.name, EMBEDDER.dim, admitted
-                )
+                pending = await queued_count(conn, admitted)
                 assert pending == covered.pending == 0
 
 
