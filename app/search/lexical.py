@@ -107,16 +107,18 @@ async def lexical_ranking(
     terms: Terms,
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
+    any_word: bool = False,
 ) -> list[int]:
-    """Memo ids, best first (at most ``pool``), for hybrid and ``mode=lexical`` alike.
+    """Memo ids, best first (at most ``pool``).
 
     Only genuine matches enter the arm: memos containing all the query's words
     (after stop words); if no admitted memo does, a majority of them
-    (``terms.min_match_tiers``); never a single word of a multi-word query.
+    (``terms.min_match_tiers``); a single word of a multi-word query only with
+    ``any_word`` (``mode=lexical``) and only when no stricter tier matched.
     Each tier is one statement under the admission predicate, so a hidden
     memo never decides which tier is used.
     """
-    tiers = [1] if terms.cjk else min_match_tiers(len(terms.words))
+    tiers = [1] if terms.cjk else min_match_tiers(len(terms.words), any_word)
     for at_least in tiers:
         stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)
         if stmt is None:

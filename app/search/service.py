@@ -116,8 +116,12 @@ async def search_memos(
     semantic = arm.ranking
     lexical: list[int] = []
     if q.mode != "semantic":
-        # mode=lexical is exactly this arm of hybrid (same tiers, same ranks).
-        lexical = await lexical_ranking(conn, parse_terms(q.text), admitted, q.pool)
+        # mode=lexical is this arm of hybrid (same tiers, same ranks), plus a
+        # last any-word tier when the arm would be empty: a keyword search
+        # should not come back empty while a word of the query matches.
+        lexical = await lexical_ranking(
+            conn, parse_terms(q.text), admitted, q.pool, any_word=q.mode == "lexical"
+        )
     fused = rrf(lexical, semantic)
     page = fused[offset : offset + q.page_size]
     next_token = ""

@@ -71,14 +71,17 @@ def parse_terms(text: str) -> Terms:
 MAJORITY_MAX_WORDS = 7  # C(7, 4) = 35 conjunctions at most
 
 
-def min_match_tiers(words: int) -> list[int]:
+def min_match_tiers(words: int, any_word: bool = False) -> list[int]:
     """How many of the query's ``words`` a memo must contain, strictest first.
 
     All of them; then, for three to ``MAJORITY_MAX_WORDS`` words, a majority
-    (more than half, the usual "minimum should match"). A memo sharing a single
-    word with a multi-word query does not enter the lexical arm, in hybrid mode
-    or in ``mode=lexical`` (which is that arm alone): the semantic arm is what
-    ranks partial, fuzzy matches.
+    (more than half, the usual "minimum should match"); then one word only when
+    ``any_word`` (``mode=lexical``, so a keyword search is not left empty while
+    a word matches). In hybrid a memo sharing a single word with a multi-word
+    query does not enter the lexical arm: the semantic arm is what ranks
+    partial, fuzzy matches. Each tier is used only when the stricter ones found
+    nothing, so ``mode=lexical`` equals hybrid's lexical arm whenever that arm
+    is not empty.
     """
     if words <= 1:
         return [words] if words else []
@@ -86,6 +89,8 @@ def min_match_tiers(words: int) -> list[int]:
     majority = words // 2 + 1
     if majority < words and words <= MAJORITY_MAX_WORDS:
         tiers.append(majority)
+    if any_word:
+        tiers.append(1)
     return tiers
 
 
