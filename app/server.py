@@ -51,7 +51,9 @@ from app.webui import WEB_HANDLERS
 # `.../alice/:getStats`, because a path parameter cannot share a segment with
 # a literal in Litestar's router. The rewrite is the inverse of the OpenAPI
 # rendering below, so clients only ever see the AIP form.
-_CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)$")
+# DOTALL and \Z: a percent-decoded path may hold a newline, which must not
+# stop the rewrite (the route would then answer 405 instead of 404).
+_CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)\Z", re.DOTALL)
 
 
 class Daybook(Litestar):

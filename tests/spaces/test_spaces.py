@@ -62,6 +62,15 @@ async def test_unknown_space_is_not_found(alice: Actor) -> None:
     assert (await alice.get("/api/v1/spaces/bad_uid!")).status_code == 400
 
 
+async def test_custom_method_with_a_newline_in_the_path_names_the_problem(alice: Actor) -> None:
+    """Found by schemathesis: a decoded ``\n`` in a segment must not stop the
+    ``x:verb`` rewrite (it answered 405 Method Not Allowed, not the 400 that
+    names the bad space)."""
+    r = await alice.post("/api/v1/spaces/a%0Ab/invitations/someone:accept")
+    assert r.status_code == 400, r.text
+    assert "is not a spaces name" in r.json()["message"]
+
+
 async def test_only_the_invitee_accepts_or_declines(
     alice: Actor, bob: Actor, carol: Actor, dave: Actor, team: Team
 ) -> None:
