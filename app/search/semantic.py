@@ -186,7 +186,7 @@ async def queued_count(conn: AsyncConnection, admitted: Sequence[ColumnElement[b
     return int(count)
 
 
-# --- coverage: how many admitted memos have a current vector -------------------------------
+# --- coverage: how many admitted memos the exact scan ranked ------------------------------
 
 
 def _joined(model: str, dim: int) -> sa.Join:
@@ -202,24 +202,6 @@ class Coverage:
     @property
     def pending(self) -> int:
         return self.admitted - self.embedded
-
-
-def coverage_statement(
-    model: str, dim: int, admitted: Sequence[ColumnElement[bool]]
-) -> sa.Select[int, int]:
-    e = memo_embedding
-    return (
-        sa.select(sa.func.count().label("admitted"), sa.func.count(e.c.memo_id).label("embedded"))
-        .select_from(_joined(model, dim))
-        .where(*admitted)
-    )
-
-
-async def coverage(
-    conn: AsyncConnection, model: str, dim: int, admitted: Sequence[ColumnElement[bool]]
-) -> Coverage:
-    row = (await conn.execute(coverage_statement(model, dim, admitted))).one()
-    return Coverage(int(row.admitted), int(row.embedded))
 
 
 # --- the exact scan over admitted ids (PostgreSQL without pgvector; old SQLite files) ------

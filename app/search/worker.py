@@ -72,8 +72,8 @@ def next_batch_statement(size: int) -> sa.Select[Any]:
     )
 
 
-async def next_batch(conn: AsyncConnection, embedder: Embedder, size: int) -> list[Any]:
-    # The queue holds no model: a model change is queued by the sweep.
+async def next_batch(conn: AsyncConnection, size: int) -> list[Any]:
+    """The queue holds no model: a model change is queued by the sweep."""
     return list(await conn.execute(next_batch_statement(size)))
 
 
@@ -197,7 +197,7 @@ async def embed_pending(
     batches = 0
     while max_batches is None or batches < max_batches:
         async with engine.connect() as conn:
-            rows = await next_batch(conn, embedder, batch_size)
+            rows = await next_batch(conn, batch_size)
         if not rows:
             break
         started = time.perf_counter()

@@ -100,13 +100,13 @@ async def test_model_change_is_swept_into_the_queue(
     other = HashingEmbedder(32, "hash-32")
     try:
         async with engine.connect() as conn:
-            assert await next_batch(conn, other, 10) == []  # the triggers know no models
+            assert await next_batch(conn, 10) == []  # the triggers know no models
         assert await sweep_queue(engine, other, chunk=3) == 4
         assert await embed_pending(engine, other, False, sweep=False) == 4
         async with engine.connect() as conn:
             models = (await conn.execute(sa.select(memo_embedding.c.model).distinct())).scalars()
             assert list(models) == [other.name]
-            assert await next_batch(conn, other, 10) == []
+            assert await next_batch(conn, 10) == []
     finally:
         await engine.dispose()
 
