@@ -15,7 +15,6 @@ point reads load it into a :class:`~app.access.scope.SpaceScope` first.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.caller import Caller
+from app.access.caller import Caller, restriction_key
 from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, path_covers, space_scope
 from app.db.schema import memo, user_account
 
@@ -119,9 +118,7 @@ def audience_predicate(
     """
     key = (
         None if caller is None else caller.user_id,
-        None
-        if caller is None or caller.restriction is None
-        else json.dumps(caller.restriction, sort_keys=True),
+        restriction_key(caller),
         mode,
         table,
     )

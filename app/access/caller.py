@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -43,3 +44,19 @@ class Caller:
         if self.credential is Credential.PAT:
             return {"kind": "pat", "id": self.pat_id, "description": self.pat_description}
         return {"kind": self.credential.value}
+
+
+def restriction_key(caller: Caller | None) -> str | None:
+    """A restricted credential's restriction as canonical JSON, None otherwise.
+
+    What the caller can read depends only on its user id and this, so the
+    access expressions built from it are memoised under ``(user_id, key)``.
+    """
+    if caller is None or caller.restriction is None:
+        return None
+    return json.dumps(caller.restriction, sort_keys=True)
+
+
+def key_caller(user_id: int, key: str) -> Caller:
+    """The restricted caller that a memoised builder stands for (from ``restriction_key``)."""
+    return Caller(user_id, "", "USER", Credential.PAT, restriction=json.loads(key))

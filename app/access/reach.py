@@ -25,14 +25,13 @@ audience, which the timeline walk already serves.
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.audience import personal_reach
-from app.access.caller import Caller, Credential
+from app.access.caller import Caller, key_caller, restriction_key
 from app.access.scope import key_ceilings, path_covers
 from app.db.schema import memo, space
 
@@ -54,19 +53,19 @@ def reach_partition(caller: Caller | None) -> tuple[ColumnElement[bool], ...] | 
     or its reach is too wide to merge. An empty tuple means the key reaches
     nothing (the audience predicate is false for it anyway).
     """
-    if caller is None or caller.restriction is None:
+    key = restriction_key(caller)
+    if caller is None or key is None:
         return None
     # Built once per key (like the audience predicate): expressions are
     # immutable, and building them costs more than the walk they save.
-    return _partition(caller.user_id, json.dumps(caller.restriction, sort_keys=True))
+    return _partition(caller.user_id, key)
 
 
 @functools.lru_cache(maxsize=1024)
-def _partition(user_id: int, restriction_json: str) -> tuple[ColumnElement[bool], ...] | None:
-    restriction = json.loads(restriction_json)
-    caller = Caller(user_id, "", "USER", Credential.PAT, restriction=restriction)
+def _partition(user_id: int, key: str) -> tuple[ColumnElement[bool], ...] | None:
+    caller = key_caller(user_id, key)
     by_space: dict[str, list[str]] = {}
-    for ceiling in key_ceilings(restriction):
+    for ceiling in key_ceilings(caller.restriction or {}):
         by_space.setdefault(ceiling.space_uid, []).append(ceiling.path)
     if len(by_space) > MAX_PARTS:
         return None

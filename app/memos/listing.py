@@ -17,7 +17,6 @@ returns instead of walking the whole timeline for a sliver of it.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.audience import AccessMode, audience_predicate
-from app.access.caller import Caller, Credential
+from app.access.caller import Caller, key_caller, restriction_key
 from app.access.reach import reach_partition
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.schema import memo
@@ -174,7 +173,7 @@ def _key_template(
     parameters. Like the predicate it holds, it is a pure function of the
     arguments (nothing about grants is cached: the statement reads them).
     """
-    caller = Caller(user_id, "", "USER", Credential.PAT, restriction=json.loads(restriction))
+    caller = key_caller(user_id, restriction)
     keys = [OrderKey(memo.c.created_ts, descending), OrderKey(memo.c.id, descending)]
     conditions = _base_conditions(caller, mode, state, parent_id=None)
     if paged:
@@ -208,8 +207,8 @@ def _page_statement(
     limit = q.page_size + 1
     parts = reach_partition(q.caller) if q.parent_id is None and _time_ordered(keys) else None
     merge = parts is not None and len(parts) > 1
-    if merge and q.filter_clause is None and q.caller is not None and q.caller.restriction:
-        restriction = json.dumps(q.caller.restriction, sort_keys=True)
+    restriction = restriction_key(q.caller)
+    if merge and q.filter_clause is None and q.caller is not None and restriction is not None:
         template = _key_template(
             q.caller.user_id, restriction, q.mode, keys[0].descending, q.state, after is not None
         )
