@@ -17,11 +17,11 @@ from pathlib import Path
 
 import anyio
 
-KEY_RE = re.compile(r"^[0-9a-f]{32}$")
+KEY_RE = re.compile(r"[0-9a-f]{32}\Z")  # always with fullmatch
 
 
 def _path(data_dir: Path, key: str) -> Path:
-    if not KEY_RE.match(key):
+    if not KEY_RE.fullmatch(key):
         raise ValueError("invalid attachment storage key")
     return data_dir / "attachments" / key
 
@@ -51,7 +51,7 @@ async def read_bytes(data_dir: Path, key: str) -> bytes | None:
 
 async def remove(data_dir: Path, key: str | None) -> None:
     """Delete the stored file if there is one (missing is fine)."""
-    if key is None or not KEY_RE.match(key):
+    if key is None or not KEY_RE.fullmatch(key):
         return
     with contextlib.suppress(FileNotFoundError):
         await anyio.Path(_path(data_dir, key)).unlink()

@@ -79,7 +79,7 @@ async def _spaces(conn: AsyncConnection, caller: Caller, raw: Any) -> list[dict[
             raise InvalidArgument(f"{field}: unknown field(s) {', '.join(sorted(unknown))}")
         name = entry.get("space")
         uid = name[len("spaces/") :] if isinstance(name, str) and name.startswith("spaces/") else ""
-        if not UID_RE.match(uid):
+        if not UID_RE.fullmatch(uid):
             raise InvalidArgument(f"{field}.space: {name!r} is not a space name (spaces/{{id}})")
         if uid in seen:
             raise InvalidArgument(f"{field}.space: {name!r} is declared twice")
