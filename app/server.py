@@ -16,6 +16,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.api.json_depth import JsonDepthMiddleware
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
@@ -136,7 +137,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             "settings": Provide(provide_settings, sync_to_thread=False),
             "access": Provide(provide_access),
         },
-        middleware=[request_logging_middleware, auth],
+        middleware=[
+            request_logging_middleware,
+            # Before anything decodes a body (auth included): see app.api.json_depth.
+            DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
+            auth,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
             database,
