@@ -29,7 +29,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from app.memos.markdown import TAG_RE
+from app.memos.markdown import TAG_RE, tag_levels
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 LINK_REL = "noopener noreferrer nofollow"
@@ -124,6 +124,8 @@ class _SafeRenderer(RendererHTML):
             return escapeHtml(text)
         out, last = [], 0
         for m in TAG_RE.finditer(text):
+            if tag_levels(m.group(1)) is None:
+                continue  # not a tag (too long or too deep): stays text, as in derive()
             out.append(escapeHtml(text[last : m.start()]))
             tag = m.group(1).rstrip("/")
             out.append(f'<span class="tag" data-tag="{escapeHtml(tag)}">#{escapeHtml(tag)}</span>')
