@@ -34,6 +34,7 @@ from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
+from app.memos.parse_pool import warm_pool
 from app.memos.routes import MemoController
 from app.reactions.routes import ReactionController
 from app.relations.routes import RelationController
@@ -145,6 +146,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
+            warm_pool,
             database,
             search_lifespan(settings.embedding_model, settings.embed_worker),
             mcp.lifespan,

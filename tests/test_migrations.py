@@ -199,6 +199,9 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
         )
         for position, tag in enumerate(("book", "book/fiction")):
             await insert(s.memo_tag, memo_id=public, tag=tag, position=position)
+        await insert(
+            s.memo_html, memo_id=public, renderer=1, content_hash="0" * 64, html="<p>hi</p>\n"
+        )
         await insert(s.memo_relation, memo_id=private, related_memo_id=public, type="REFERENCE")
         await insert(s.memo_relation, memo_id=comment, related_memo_id=public, type="COMMENT")
         await insert(s.reaction, memo_id=public, creator_id=bob, reaction_type="👍", created_ts=now)

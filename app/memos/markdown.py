@@ -7,6 +7,7 @@ on every write, so filters on them are index lookups rather than parses.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -100,8 +101,12 @@ def _walk_inline(children: list[Token], found: list[str], text_out: list[str]) -
 
 
 def derive(content: str) -> MemoProperties:
-    """Derive the stored properties of ``content``."""
-    tokens = _parser().parse(content)
+    """Derive the stored properties of ``content`` (on the calling thread: see app.memos.parse)."""
+    return derive_tokens(_parser().parse(content))
+
+
+def derive_tokens(tokens: Sequence[Token]) -> MemoProperties:
+    """The stored properties from a parse of the memo's Markdown."""
     has_link = has_code = has_tasks = has_open_tasks = False
     title = ""
     raw_tags: list[str] = []
