@@ -28,6 +28,7 @@ import os
 import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import TimeoutError
+from concurrent.futures.process import BrokenProcessPool
 
 import structlog
 from pebble import ProcessExpired, ProcessPool
@@ -66,7 +67,7 @@ def _get_pool() -> ProcessPool:
 
 def _lower_priority() -> None:
     """In each worker: parsing yields the CPU to the processes serving requests."""
-    os.nice(10)
+    os.nice(5)
 
 
 def shutdown() -> None:
@@ -88,10 +89,15 @@ async def warm_pool(_: object = None) -> AsyncIterator[None]:
 
     Starting the forkserver forks this process, which holds the interpreter
     for as long as copying a large process takes (a third of a second was
-    seen on a loaded machine): better at start-up than in a request.
+    seen on a loaded machine): better at start-up than in a request. A pool
+    that cannot start does not stop the app: writes then store plain text.
     """
-    pool = await asyncio.to_thread(_get_pool)
-    await asyncio.wrap_future(pool.schedule(parse, args=("warm",)))
+    try:
+        pool = await asyncio.to_thread(_get_pool)
+        await asyncio.wrap_future(pool.schedule(parse, args=("warm",)))
+    except (BrokenProcessPool, ProcessExpired, RuntimeError, OSError) as exc:
+        log.error("markdown workers could not start", error=repr(exc))
+        await asyncio.to_thread(shutdown)
     yield
 
 
@@ -101,14 +107,16 @@ async def parse_memo(content: str, *, seconds: float | None = None) -> Parsed:
     if size <= INLINE_BYTES:
         return parse(content)
     limit = deadline(size) if seconds is None else seconds
-    pool = _pool if _pool is not None and _pool.active else None
-    if pool is None:  # starting the forkserver and the workers blocks: not on the loop
-        pool = await asyncio.to_thread(_get_pool)
-    future = pool.schedule(parse, args=(content,), timeout=limit)
     try:
-        return await asyncio.wrap_future(future)
+        pool = _pool if _pool is not None and _pool.active else None
+        if pool is None:  # starting the forkserver and the workers blocks: not on the loop
+            pool = await asyncio.to_thread(_get_pool)
+        return await asyncio.wrap_future(pool.schedule(parse, args=(content,), timeout=limit))
     except TimeoutError:
         log.warning("markdown parse timed out: stored as plain text", bytes=size, seconds=limit)
     except ProcessExpired as exc:  # the worker died (out of memory, a signal)
         log.warning("markdown worker died: stored as plain text", bytes=size, error=str(exc))
+    except (BrokenProcessPool, RuntimeError, OSError) as exc:  # no usable pool: start anew
+        log.error("markdown workers unavailable: stored as plain text", error=repr(exc))
+        await asyncio.to_thread(shutdown)
     return await asyncio.to_thread(plain, content)

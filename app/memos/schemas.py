@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -74,7 +74,16 @@ class Memo(Out):
     display_time: str
     content: str
     visibility: str
-    tags: list[str]
+    tags: Annotated[
+        list[str],
+        msgspec.Meta(
+            description=(
+                "Derived from #tag occurrences outside code and links, ancestors included, "
+                "in order of first appearance; at most 256, each at most 128 characters and "
+                "16 levels (a longer or deeper occurrence is text, not a tag)."
+            )
+        ),
+    ]
     pinned: bool
     attachments: list[AttachmentRef]
     relations: list[Relation]
