@@ -18,6 +18,7 @@ any process.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -71,13 +72,17 @@ async def attach_html(
             sa.select(memo_html).where(memo_html.c.memo_id.in_([row.id for row in rows]))
         )
     }
+    missing: list[tuple[schemas.Memo, str, str]] = []
     for memo, row in zip(memos, rows, strict=True):
         digest = content_hash(row.content)
         entry = stored.get(row.id)
         if entry is not None and (entry.renderer, entry.content_hash) == (RENDERER_VERSION, digest):
             memo.content_html = entry.html
         else:
-            memo.content_html = await _render(row.content, digest)
+            missing.append((memo, row.content, digest))
+    rendered = await asyncio.gather(*(_render(content, digest) for _, content, digest in missing))
+    for (memo, _, _), html in zip(missing, rendered, strict=True):
+        memo.content_html = html
 
 
 async def _render(content: str, digest: str) -> str:

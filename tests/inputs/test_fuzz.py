@@ -28,11 +28,13 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, seed
+from hypothesis import HealthCheck, example, given, seed
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tests.test_schemathesis import Instance
+
+pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
 EXAMPLES = int(os.environ.get("DAYBOOK_INPUT_FUZZ", "6"))
 
@@ -138,12 +140,53 @@ def deep(value: Any, depth: int) -> Any:
     return value
 
 
+def typed(
+    document: dict[str, Any], schema: dict[str, Any], depth: int = 0
+) -> st.SearchStrategy[Any]:
+    """Values of the type the document declares, hostile in content (an id with a newline,
+    an int past int8, a string at its maximum): past msgspec and into the handlers."""
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    options = schema.get("oneOf") or schema.get("anyOf") or [schema]
+    strategies: list[st.SearchStrategy[Any]] = []
+    for option in options:
+        while "$ref" in option:
+            option = document["components"]["schemas"][option["$ref"].rsplit("/", 1)[1]]
+        kind = option.get("type")
+        limit = int(schema.get("maxLength", option.get("maxLength", 10_000)))
+        if kind == "string":
+            choices = st.one_of(identifiers, filters, st.text(HOSTILE_ALPHABET, max_size=30))
+            strategies.append(
+                st.one_of(choices, st.sampled_from(["x" * limit, "#a/" * (limit // 3)])).map(
+                    lambda v, n=limit: v[:n]
+                )
+            )
+        elif kind == "integer":
+            strategies.append(numbers)
+        elif kind == "number":
+            strategies.append(st.floats(allow_nan=False, allow_infinity=False))
+        elif kind == "boolean":
+            strategies.append(st.booleans())
+        elif kind == "null":
+            strategies.append(st.none())
+        elif kind == "array" and depth < 3:
+            items = typed(document, option.get("items", {}), depth + 1)
+            strategies.append(st.lists(items, max_size=min(4, int(option.get("maxItems", 4)))))
+        elif kind == "object" and depth < 3 and option.get("properties"):
+            props = {k: typed(document, v, depth + 1) for k, v in option["properties"].items()}
+            strategies.append(st.fixed_dictionaries({}, optional=props))
+    return st.one_of(*strategies) if strategies else json_values
+
+
 @st.composite
-def bodies(draw: st.DrawFn, fields: list[str]) -> Any:
-    """A body for an operation whose document names ``fields``."""
+def bodies(draw: st.DrawFn, document: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+    """A body for an operation: well-typed and hostile mostly, any JSON sometimes."""
+    fields = sorted((schema or {}).get("properties", {}))
     shape = draw(st.integers(0, 9))
-    if shape == 0:
+    if shape == 0 or schema is None:
         return draw(json_values)  # not even an object
+    if shape >= 4:
+        return draw(typed(document, schema))
     body: dict[str, Any] = {}
     for name in draw(st.lists(st.sampled_from(fields or ["x"]), max_size=6, unique=True)):
         body[name] = draw(json_values)
@@ -162,14 +205,14 @@ def _operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, 
             yield method.upper(), path, operation
 
 
-def _body_fields(document: dict[str, Any], operation: dict[str, Any]) -> list[str] | None:
+def _body_schema(document: dict[str, Any], operation: dict[str, Any]) -> dict[str, Any] | None:
     content = operation.get("requestBody", {}).get("content", {})
     schema = content.get("application/json", {}).get("schema")
     if schema is None:
         return None
     while "$ref" in schema:
         schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
-    return sorted(schema.get("properties", {}))
+    return dict(schema)
 
 
 def _params(operation: dict[str, Any], where: str) -> list[str]:
@@ -215,7 +258,7 @@ def _fuzz_operation(
 ) -> list[str]:
     path_params = [p for p in _params(operation, "path")]
     query_params = _params(operation, "query")
-    fields = _body_fields(document, operation)
+    schema = _body_schema(document, operation)
     failures: list[str] = []
 
     query_values = st.one_of(identifiers, filters, numbers.map(str))
@@ -231,7 +274,7 @@ def _fuzz_operation(
         path_values=st.fixed_dictionaries({p: identifiers for p in path_params}),
         real=st.booleans(),
         query=st.dictionaries(st.sampled_from(query_params or ["x"]), query_values, max_size=3),
-        body=bodies(fields or []) if fields is not None else st.none(),
+        body=bodies(document, schema) if schema is not None else st.none(),
     )
     def run(path_values: dict[str, str], real: bool, query: dict[str, str], body: Any) -> None:
         values = dict(path_values)
@@ -241,7 +284,7 @@ def _fuzz_operation(
         for name, value in values.items():
             url = url.replace("{" + name + "}", quote(str(value), safe=""))
         kwargs: dict[str, Any] = {"params": query, "headers": headers}
-        if fields is not None:
+        if schema is not None:
             kwargs["data"] = json.dumps(body, ensure_ascii=True).encode()
             kwargs["headers"] = {**headers, "Content-Type": "application/json"}
         r = instance.request(method, url, **kwargs)
@@ -353,6 +396,77 @@ def test_hostile_mcp_calls(instance: Instance, dialect: str) -> None:
         r = instance.request("POST", "/mcp", data=json.dumps(call).encode(), headers=headers)
         if r.status_code >= 500 and len(failures) < 3:
             failures.append(f"{str(call)[:300]!r}: {r.status_code} {r.text[:200]}")
+
+    run()
+    assert not failures, "\n".join(failures)
+
+
+def test_hostile_restrictions(instance: Instance, dialect: str) -> None:
+    """A key's restriction is free-form JSON: every shape of it is a 200 or a 400.
+
+    (``{"level": []}`` inside a tree was a 500: an unhashable dict key.)
+    """
+    token = instance.setup_admin()
+    headers = {"Authorization": f"Bearer {token}"}
+    space = instance.real("space", False)
+    # Containers where a string is expected: unhashable, so a set or dict lookup raises.
+    odd = st.one_of(st.sampled_from([[], {}, ["READ"], {"READ": 1}, None, 1, 1.5]), json_values)
+
+    def mostly(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        """Valid four times in five, so the checks after this one are reached too."""
+        return st.one_of(valid, valid, valid, valid, odd)
+
+    names = st.one_of(st.just(space), st.just(space), identifiers, odd)
+    trees = st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "path": mostly(st.sampled_from(["share", "~", "", "home.1.x\n"])),
+                "level": st.one_of(st.sampled_from(["READ", "WRITE", "OWNER"]), odd),
+            },
+        ),
+        max_size=3,
+    )
+    declarations = st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "space": names,
+                "admin": st.one_of(st.booleans(), json_values),
+                "trees": trees,
+            },
+        ),
+        max_size=3,
+    )
+    restrictions = st.fixed_dictionaries(
+        {},
+        optional={
+            "scope": mostly(st.sampled_from(["READ", "WRITE"])),
+            "personal": mostly(st.sampled_from(["NONE", "OWN", "AUDIENCE"])),
+            "spaces": mostly(declarations),
+        },
+    )
+    failures: list[str] = []
+
+    @hsettings(
+        max_examples=EXAMPLES * 25,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(restriction=st.one_of(restrictions, restrictions, restrictions, json_values))
+    @example(restriction={"spaces": [{"space": space, "trees": [{"path": "share", "level": []}]}]})
+    @example(restriction={"spaces": [{"space": space, "trees": [{"path": "", "level": {}}]}]})
+    @example(restriction={"scope": [], "personal": {}, "spaces": [{"space": {}}]})
+    def run(restriction: Any) -> None:
+        r = instance.request(
+            "POST",
+            "/api/v1/users/alice/personalAccessTokens",
+            data=json.dumps({"description": "k", "restriction": restriction}).encode(),
+            headers={**headers, "Content-Type": "application/json"},
+        )
+        if r.status_code >= 500 and len(failures) < 3:
+            failures.append(f"{restriction!r}: {r.status_code} {r.text[:200]}")
 
     run()
     assert not failures, "\n".join(failures)
