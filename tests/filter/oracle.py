@@ -248,7 +248,7 @@ def time_leaf(draw: st.DrawFn) -> Pair:
         delta = draw(st.sampled_from([86400, 3600, 0, 7 * 86400]))
         return f"{field} {op} now() - {delta}", f"int({field}) {op} now() - {delta}"
     if kind == "int":
-        seconds = draw(timestamps)
+        seconds = draw(edgy(timestamps))
         return f"{field} {op} {seconds}", f"int({field}) {op} {seconds}"
     if kind == "fields":
         return f"created_ts {op} updated_ts", f"created_ts {op} updated_ts"
