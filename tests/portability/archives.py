@@ -128,9 +128,9 @@ def spec_example() -> tuple[bytes, dict[str, Any]]:
     referenced = record("Qr5TuV88", createTime="2026-03-01T10:00:00Z")
     data = archive(
         {
-            "Xy7LmN01": (parent, "the parent #work".encode()),
+            "Xy7LmN01": (parent, b"the parent #work"),
             "Qr5TuV88": (referenced, b"referenced"),
-            "Ab3kZ9q2": (example, "Whiteboard from the Q3 planning #work/q3\n".encode()),
+            "Ab3kZ9q2": (example, b"Whiteboard from the Q3 planning #work/q3\n"),
         },
         attachments={"attachments/att1c9d/whiteboard photo.jpg": JPEG},
     )
