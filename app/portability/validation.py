@@ -182,7 +182,8 @@ class _Reader:
         if problem:
             raise ArchiveRefused.one(name[:200], problem)
         kind = _kind(name)
-        if kind == "attachment":
+        if kind in ("attachment", "content", "other"):
+            # Spooled to disk as it streams: memory never holds an entry's bytes.
             file, size, digest = self.staging.spool(chunks)
             self._add(name, kind, size, digest, None, file)
             return
@@ -193,14 +194,11 @@ class _Reader:
             return
         data = _read_all(chunks)
         digest = hashlib.sha256(data).hexdigest()
+        self._add(name, kind, len(data), digest, None, None)
         if kind == "manifest":
-            self._add(name, kind, len(data), digest, None, None)
             self._manifest(data)
-        elif kind == "record":
-            self._add(name, kind, len(data), digest, None, None)
-            self._record(name, data)
         else:
-            self._add(name, kind, len(data), digest, data, None)
+            self._record(name, data)
 
     def _add(
         self, name: str, kind: str, size: int, digest: str, body: bytes | None, file: str | None

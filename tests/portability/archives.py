@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import warnings
 import zipfile
 from typing import Any
 
@@ -47,7 +48,8 @@ def record(uid: str, **over: Any) -> dict[str, Any]:
 def build(entries: list[tuple[str, bytes]], *, method: int = zipfile.ZIP_DEFLATED) -> bytes:
     """A ZIP with exactly these entries, in this order (duplicates and bad names allowed)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as z:
+    with warnings.catch_warnings(), zipfile.ZipFile(buf, "w", method) as z:
+        warnings.simplefilter("ignore", UserWarning)  # duplicate names, on purpose
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=(2026, 9, 16, 8, 30, 0))
             info.compress_type = method
