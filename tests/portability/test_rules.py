@@ -171,7 +171,6 @@ async def test_an_archive_written_by_memos_imports(alice: Actor, settings: Setti
 
 
 async def test_a_space_is_matched_by_uid_then_title(alice: Actor, settings: Settings) -> None:
-    data, _ = spec_example()
     r = await alice.post("/api/v1/spaces?spaceId=other-uid", json={"title": "Team Notes"})
     assert r.status_code == 200, r.text
     # A top-level SPACE record in the example's space (re-using the example's builder).
