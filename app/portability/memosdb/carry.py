@@ -178,8 +178,10 @@ async def _settings(conn: AsyncConnection, source: MemosSource, st: _State) -> N
     else:
         wanted = _replace(wanted, access_mode=mode)
     related = stored.get("MEMO_RELATED", {})
-    if isinstance(related.get("disallowPublicVisibility"), bool):
-        wanted = _replace(wanted, disallow_public_visibility=related["disallowPublicVisibility"])
+    for key in ("disallowPublicVisibility", "disallowPublicVisible"):  # 0.26+, 0.22
+        if isinstance(related.get(key), bool):
+            wanted = _replace(wanted, disallow_public_visibility=related[key])
+            break
     limit = related.get("contentLengthLimit")
     if isinstance(limit, int) and 0 < limit <= 1024 * 1024:
         wanted = _replace(wanted, content_length_limit=limit)

@@ -272,6 +272,7 @@ async def open_source(path: Path | None, postgres_url: str | None) -> AsyncItera
                 )
             async with conn.begin():
                 columns = await _columns(conn, dialect)
+                detect(dialect, columns, None)  # refuses a database that is not Memos'
                 schema = detect(dialect, columns, await _stored_version(conn, columns))
                 yield MemosSource(conn, schema)
     finally:
