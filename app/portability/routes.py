@@ -46,6 +46,7 @@ from app.portability.limits import ArchiveLimits
 from app.portability.plan import ImportPlan, Policy
 from app.portability.staging import Staging
 from app.portability.units import read_snapshot, write_unit
+from app.portability.unzip import TAIL_BYTES
 from app.portability.validation import validate_archive
 from app.settings import Settings
 
@@ -72,6 +73,13 @@ def _file_chunks(path: Path) -> Any:
             yield chunk
 
 
+def _tail(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        size = fh.seek(0, 2)
+        fh.seek(max(0, size - TAIL_BYTES))
+        return fh.read()
+
+
 async def _access(engine: AsyncEngine, settings: Settings) -> AccessSettings:
     async with read_snapshot(engine) as conn:
         return await load_access(
@@ -95,7 +103,7 @@ async def import_archive_file(
     limits = spool_limits(settings)
     validated = await anyio.to_thread.run_sync(
         lambda: validate_archive(
-            _file_chunks(archive), staging, limits, access.content_length_limit
+            _file_chunks(archive), staging, limits, access.content_length_limit, _tail(archive)
         )
     )
     ctx = ImportContext(

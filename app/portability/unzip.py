@@ -26,7 +26,31 @@ from app.portability.limits import ArchiveLimits
 
 CHUNK = 64 * 1024
 
-__all__ = ["CHUNK", "RawEntry", "read_entries"]
+EOCD = b"PK\x05\x06"
+EOCD_SIZE = 22
+TAIL_BYTES = EOCD_SIZE + 0xFFFF  # the record and the longest comment it may carry
+
+__all__ = ["CHUNK", "TAIL_BYTES", "RawEntry", "central_directory_count", "read_entries"]
+
+
+def central_directory_count(tail: bytes) -> int | None:
+    """The entry count the end-of-central-directory record declares, from the archive's tail.
+
+    None when there is no such record (a truncated or not-ZIP file); -1 when
+    the count is in a ZIP64 record (0xFFFF here), which this check leaves to
+    the streaming reader. Used to refuse an archive whose central directory,
+    what a desktop tool would list, disagrees with the entries actually read.
+    """
+    at = tail.rfind(EOCD)
+    while at >= 0:
+        record = tail[at : at + EOCD_SIZE]
+        if len(record) == EOCD_SIZE:
+            comment = int.from_bytes(record[20:22], "little")
+            if at + EOCD_SIZE + comment == len(tail):
+                total = int.from_bytes(record[10:12], "little")
+                return -1 if total == 0xFFFF else total
+        at = tail.rfind(EOCD, 0, at)
+    return None
 
 
 @dataclass

@@ -45,7 +45,7 @@ from app.portability.records import (
 )
 from app.portability.schemas import extra_problems, manifest_problems, record_problems
 from app.portability.staging import Staging
-from app.portability.unzip import read_entries
+from app.portability.unzip import central_directory_count, read_entries
 
 _RECORD = re.compile(r"memos/([^/]+)\.json")
 _CONTENT = re.compile(r"memos/([^/]+)\.md")
@@ -155,6 +155,7 @@ class _Reader:
         self.problems = _Problems(limits.max_problems)
         self.manifest: Manifest | None = None
         self.seq = 0
+        self.entries = 0
 
     def read(self, source: Iterable[bytes]) -> None:
         def bound_for(raw: bytes) -> int:
@@ -162,6 +163,7 @@ class _Reader:
             return _bound(self.limits, _kind(name)) if name is not None else 0
 
         for raw in read_entries(source, self.limits, bound_for):
+            self.entries += 1
             name = decode_name(raw.raw_name)
             if name is None:
                 raise ArchiveRefused.one("archive", "an entry name is not valid UTF-8")
@@ -373,11 +375,29 @@ def _cross_check(
 
 
 def validate_archive(
-    source: Iterable[bytes], staging: Staging, limits: ArchiveLimits, content_limit: int
+    source: Iterable[bytes],
+    staging: Staging,
+    limits: ArchiveLimits,
+    content_limit: int,
+    tail: bytes | None = None,
 ) -> ValidatedArchive:
-    """Read and check the whole archive into ``staging``; :class:`ArchiveRefused` otherwise."""
+    """Read and check the whole archive into ``staging``; :class:`ArchiveRefused` otherwise.
+
+    ``tail`` is the archive's last bytes (``unzip.TAIL_BYTES``): its end record
+    must be there, and must count the entries that were read.
+    """
     reader = _Reader(staging, limits)
     reader.read(source)
+    if tail is not None:
+        declared = central_directory_count(tail)
+        if declared is None:
+            raise ArchiveRefused.one("archive", "the archive is truncated (no end record)")
+        if declared not in (-1, reader.entries):
+            raise ArchiveRefused.one(
+                "archive",
+                f"the central directory lists {declared} entries but the archive holds "
+                f"{reader.entries}",
+            )
     reader.problems.raise_if_any()
     _cross_check(staging, reader.manifest, limits, content_limit)
     assert reader.manifest is not None

@@ -241,6 +241,21 @@ def truncated() -> bytes:
     return build(_ok([("memos/good1.json", jsonb(GOOD)), ("memos/good1.md", b"x" * 5000)]))[:300]
 
 
+def no_end_record() -> bytes:
+    """Every entry intact, the central directory's end cut off: not a whole ZIP."""
+    return build(_ok([("memos/good1.json", jsonb(GOOD)), ("memos/good1.md", b"x")]))[:-30]
+
+
+def central_directory_disagrees() -> bytes:
+    """The end record counts one entry fewer than the archive holds (what a desktop tool
+    lists would differ from what is imported)."""
+    data = bytearray(build(_ok([("memos/good1.json", jsonb(GOOD)), ("memos/good1.md", b"x")])))
+    at = data.rfind(b"PK\x05\x06")
+    for field in (8, 10):  # entries on this disk, entries in total
+        data[at + field : at + field + 2] = (2).to_bytes(2, "little")
+    return bytes(data)
+
+
 def encrypted() -> bytes:
     """A ZIP whose content entry claims traditional encryption (flag bit 0)."""
     data = bytearray(build(_ok([("memos/good1.json", jsonb(GOOD)), ("memos/good1.md", b"x")])))
@@ -277,6 +292,8 @@ CASES: dict[str, tuple[Any, str]] = {
     "not a zip": (not_a_zip, "not a ZIP"),
     "truncated": (truncated, "truncated"),
     "encrypted": (encrypted, "encrypted"),
+    "no end record": (no_end_record, "no end record"),
+    "central directory disagrees": (central_directory_disagrees, "central directory lists 2"),
 }
 
 
