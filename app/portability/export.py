@@ -83,7 +83,7 @@ _encoder = msgspec.json.Encoder()
 PARENT = memo.alias("export_parent")
 TARGET = memo.alias("export_target")
 
-__all__ = ["ExportRequest", "export_archive", "export_counts"]
+__all__ = ["ExportRequest", "export_archive", "export_counts", "page_statement"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,21 +120,33 @@ async def export_counts(conn: AsyncConnection, caller: Caller, mode: AccessMode)
     return int(memos), int(attachments)
 
 
+def page_statement(
+    caller: Caller, mode: AccessMode, state: str, after: tuple[int, int] | None
+) -> sa.Select[Any]:
+    """One page of one state, on ``ix_memo_creator_timeline`` (creator, state, time, id).
+
+    A state at a time, so the index gives the order and the page stops at its
+    limit; over both states at once the database would sort every remaining
+    memo for every page.
+    """
+    stmt = sa.select(memo).where(_exported(caller, mode), memo.c.state == state)
+    if after is not None:
+        stmt = stmt.where(sa.tuple_(memo.c.created_ts, memo.c.id) > sa.tuple_(*after))
+    return stmt.order_by(memo.c.created_ts, memo.c.id).limit(PAGE)
+
+
 async def _pages(
     conn: AsyncConnection, caller: Caller, mode: AccessMode
 ) -> AsyncIterator[list[Any]]:
-    after: tuple[int, int] | None = None
-    while True:
-        stmt = sa.select(memo).where(_exported(caller, mode))
-        if after is not None:
-            stmt = stmt.where(sa.tuple_(memo.c.created_ts, memo.c.id) > sa.tuple_(*after))
-        rows = list(
-            (await conn.execute(stmt.order_by(memo.c.created_ts, memo.c.id).limit(PAGE))).all()
-        )
-        if not rows:
-            return
-        yield rows
-        after = (rows[-1].created_ts, rows[-1].id)
+    """NORMAL memos first, then ARCHIVED ones, each oldest first."""
+    for state in fmt.STATES:
+        after: tuple[int, int] | None = None
+        while True:
+            rows = list((await conn.execute(page_statement(caller, mode, state, after))).all())
+            if not rows:
+                break
+            yield rows
+            after = (rows[-1].created_ts, rows[-1].id)
 
 
 @dataclass(frozen=True, slots=True)
