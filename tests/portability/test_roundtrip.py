@@ -257,3 +257,27 @@ async def test_another_users_uids_are_renamed_stably(
     # the renamed comment hangs off bob's renamed parent, not alice's memo
     comment = next(m for m in first.values() if m["content"] == "a comment\n")
     assert comment["parent"] in first
+
+
+async def test_concurrent_imports_of_one_archive_land_once(
+    alice: Actor, settings: Settings, other: Instance
+) -> None:
+    """Three imports of the same archive at once: each waits its turn or gets a clear 409;
+    the end state is exactly one import's."""
+    import asyncio
+
+    await seed(alice, settings)
+    data = await export(alice)
+    target = await sign_up(other.client, "alice")
+    await target.post("/api/v1/spaces?spaceId=team", json={"title": "Team"})
+    responses = await asyncio.gather(*(import_(target, data) for _ in range(3)))
+    statuses = sorted(r.status_code for r in responses)
+    assert set(statuses) <= {200, 409}, [r.text for r in responses]
+    assert statuses[0] == 200
+    inserted = [r.json()["inserted"] for r in responses if r.status_code == 200]
+    assert sorted(inserted)[-1] == 7 and sum(inserted) == 7
+    source = await memos_of(settings.database_url, settings.data_dir, "alice")
+    copied = await memos_of(other.settings.database_url, other.settings.data_dir, "alice")
+    assert copied == source
+    counts = await table_counts(other.settings.database_url)
+    assert counts["memo"] == 7 and counts["attachment"] == 3
