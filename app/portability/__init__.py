@@ -11,7 +11,8 @@ One module per concept:
 - :mod:`.staging`: the on-disk scratch store a validated archive lives in;
 - :mod:`.validation`: container and record validation into staging;
 - :mod:`.plan`: the pure import decision per record, and the plan's counts;
-- :mod:`.apply`: writing a validated archive through the memo services;
+- :mod:`.walk`, :mod:`.apply`, :mod:`.attach`: writing a validated archive through
+  the memo services (the walk's state; records and relations; attachments);
 - :mod:`.export`: streaming an archive out of a read snapshot;
 - :mod:`.access`: who may export and import, for sessions and keys;
 - :mod:`.routes`, :mod:`.cli`: the HTTP and command-line glue;

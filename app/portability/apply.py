@@ -27,28 +27,22 @@ disallows PUBLIC becomes PROTECTED, with a warning.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import anyio.to_thread
 import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.scope import SpaceScope, load_scope
 from app.attachments import storage
-from app.attachments.metadata import clean_filename, mime_type
-from app.db.schema import attachment, memo, memo_relation, space
+from app.db.schema import memo, memo_relation, space
 from app.errors import DaybookError, InvalidArgument, NotFound, PermissionDenied
 from app.memos.lookup import comment_placement
 from app.memos.schemas import LocationIn, MemoIn
 from app.memos.service import (
     PreparedMemo,
-    WriteContext,
     insert_memo,
     load_for_read,
     may_write,
@@ -56,37 +50,27 @@ from app.memos.service import (
     update_memo,
 )
 from app.portability import format as fmt
-from app.portability.errors import ArchiveRefused, Problem
+from app.portability.attach import apply_attachments
+from app.portability.errors import ArchiveRefused
 from app.portability.plan import (
     Action,
     GeneratorOut,
     Holder,
     ImportPlan,
-    Policy,
-    Tally,
     WarningOut,
     candidates,
     decide,
-    derived_uid,
 )
-from app.portability.records import AttachmentItem, MemoRecord
-from app.portability.staging import Outcome, Staging
+from app.portability.records import MemoRecord
+from app.portability.staging import Outcome
 from app.portability.validation import ValidatedArchive
+from app.portability.walk import ImportContext, Walk
 
 PAGE = 200
 MAX_WARNINGS_SHOWN = 200
 DEFAULT_TREE = "share"
 
 __all__ = ["ImportContext", "run_import"]
-
-
-@dataclass(frozen=True, slots=True)
-class ImportContext:
-    write: WriteContext
-    policy: Policy
-    data_dir: Path
-    dry_run: bool
-    progress: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,34 +83,6 @@ class _Parent:
     space_id: int | None
     tree: str | None
     is_comment: bool
-
-
-@dataclass
-class _Walk:
-    ctx: ImportContext
-    archive: ValidatedArchive
-    scope: SpaceScope
-    spaces_by_uid: dict[str, int]
-    spaces_by_title: dict[str, list[str]]
-    tally: Tally = field(default_factory=Tally)
-    problems: list[Problem] = field(default_factory=list)
-    written_keys: list[str] = field(default_factory=list)
-
-    @property
-    def staging(self) -> Staging:
-        return self.archive.staging
-
-    def warn(self, uid: str, message: str) -> None:
-        self.staging.warn(uid, message)
-
-    def problem(self, uid: str, message: str) -> None:
-        self.problems.append(Problem(uid, message))
-        if len(self.problems) >= 50:
-            raise ArchiveRefused(self.problems)
-
-
-async def _thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
 
 # --- lookups --------------------------------------------------------------------------
@@ -161,7 +117,7 @@ async def _member_spaces(
 # --- building the create body ---------------------------------------------------------
 
 
-def _body(walk: _Walk, record: MemoRecord, content: str) -> tuple[MemoIn, MemoIn | None]:
+def _body(walk: Walk, record: MemoRecord, content: str) -> tuple[MemoIn, MemoIn | None]:
     """The create body as placed, and the unplaced fallback (None when not placed)."""
     visibility = record.visibility
     if visibility == "PUBLIC" and walk.ctx.write.access.disallow_public_visibility:
@@ -204,7 +160,7 @@ def _body(walk: _Walk, record: MemoRecord, content: str) -> tuple[MemoIn, MemoIn
     return placed, base
 
 
-def _match_space(walk: _Walk, uid: str, title: str) -> str | None:
+def _match_space(walk: Walk, uid: str, title: str) -> str | None:
     if uid in walk.spaces_by_uid:
         return uid
     titled = walk.spaces_by_title.get(title, []) if title else []
@@ -213,7 +169,7 @@ def _match_space(walk: _Walk, uid: str, title: str) -> str | None:
 
 async def _prepare(
     conn: AsyncConnection,
-    walk: _Walk,
+    walk: Walk,
     record: MemoRecord,
     placed: MemoIn,
     fallback: MemoIn | None,
@@ -243,13 +199,13 @@ async def _prepare(
 # --- one record -----------------------------------------------------------------------
 
 
-def _content(walk: _Walk, record: MemoRecord) -> str:
+def _content(walk: Walk, record: MemoRecord) -> str:
     entry = walk.staging.entry(record.content_path)
     assert entry is not None  # validation checked it
     return walk.staging.entry_bytes(entry).decode("utf-8")
 
 
-async def _parent(conn: AsyncConnection, walk: _Walk, record: MemoRecord) -> _Parent | None:
+async def _parent(conn: AsyncConnection, walk: Walk, record: MemoRecord) -> _Parent | None:
     """The comment's parent as imported or on the instance, or None (imported top-level)."""
     uid = record.parent
     outcome = walk.staging.outcome(uid)
@@ -294,7 +250,7 @@ async def _parent_of(conn: AsyncConnection, outcome: Outcome) -> _Parent:
 
 
 async def _comment_body(
-    conn: AsyncConnection, walk: _Walk, record: MemoRecord, body: MemoIn, parent: _Parent
+    conn: AsyncConnection, walk: Walk, record: MemoRecord, body: MemoIn, parent: _Parent
 ) -> MemoIn | None:
     """The comment placed as its parent dictates; None when the caller may not comment there."""
     data = msgspec.structs.replace(
@@ -318,7 +274,7 @@ async def _comment_body(
 
 
 async def _one(
-    conn: AsyncConnection, walk: _Walk, record: MemoRecord, holders: dict[str, Holder]
+    conn: AsyncConnection, walk: Walk, record: MemoRecord, holders: dict[str, Holder]
 ) -> None:
     caller = walk.ctx.write.caller
     decision = decide(record.uid, holders, caller.user_id, walk.ctx.policy)
@@ -376,7 +332,7 @@ async def _one(
             parent is not None,
         )
     )
-    await _attachments(conn, walk, record, content, memo_id, replacing=False)
+    await apply_attachments(conn, walk, record, content, memo_id, replacing=False)
 
 
 def _outcome(
@@ -396,7 +352,7 @@ def _outcome(
 
 async def _replace(
     conn: AsyncConnection,
-    walk: _Walk,
+    walk: Walk,
     record: MemoRecord,
     body: MemoIn,
     fallback: MemoIn | None,
@@ -439,11 +395,11 @@ async def _replace(
     fresh = (await conn.execute(sa.select(memo).where(memo.c.id == row.id))).one()
     walk.staging.record_outcome(_outcome(record, Action.REPLACE, row.uid, row.id, fresh))
     content = body.content if isinstance(body.content, str) else ""
-    await _attachments(conn, walk, record, content, row.id, replacing=True)
+    await apply_attachments(conn, walk, record, content, row.id, replacing=True)
 
 
 async def _update(
-    conn: AsyncConnection, walk: _Walk, row: Any, body: MemoIn, paths: set[str]
+    conn: AsyncConnection, walk: Walk, row: Any, body: MemoIn, paths: set[str]
 ) -> None:
     """The replacement; in a dry run only its checks (a create's, at the destination)."""
     if not walk.ctx.dry_run:
@@ -452,136 +408,10 @@ async def _update(
         await prepare_memo(conn, walk.ctx.write, body, row.uid)
 
 
-# --- attachments --------------------------------------------------------------------
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-async def _existing_bytes(walk: _Walk, row: Any) -> bytes | None:
-    if row.storage_key is not None:
-        return await storage.read_bytes(walk.ctx.data_dir, row.storage_key)
-    return bytes(row.blob) if row.blob is not None else None
-
-
-async def _reusable(walk: _Walk, row: Any, item: AttachmentItem, memo_id: int | None) -> bool:
-    """An existing attachment the importer may simply bind: its own, free, the same bytes."""
-    if row.creator_id != walk.ctx.write.caller.user_id:
-        return False
-    if row.memo_id is not None and row.memo_id != memo_id:
-        return False
-    if item.path:
-        if row.size != item.size:
-            return False
-        data = await _existing_bytes(walk, row)
-        return data is not None and _sha256(data) == item.sha256
-    return bool(row.external_link) and row.external_link == item.external_link
-
-
-async def _attachments(
-    conn: AsyncConnection,
-    walk: _Walk,
-    record: MemoRecord,
-    content: str,
-    memo_id: int | None,
-    *,
-    replacing: bool,
-) -> None:
-    caller = walk.ctx.write.caller
-    kept: list[int] = []
-    for item in record.attachments:
-        chosen: tuple[str, Any] | None = None
-        for i, candidate in enumerate(
-            [item.uid] + [derived_uid(item.uid, caller.user_id, n) for n in range(4)]
-        ):
-            row = (
-                await conn.execute(sa.select(attachment).where(attachment.c.uid == candidate))
-            ).first()
-            if row is None:
-                chosen = (candidate, None)
-            elif await _reusable(walk, row, item, memo_id):
-                chosen = (candidate, row)
-            else:
-                continue
-            if i > 0 and f"attachments/{item.uid}" in content:
-                walk.warn(
-                    record.uid,
-                    f"attachment {item.uid} is stored as {candidate} (its id is taken): "
-                    "links to it in the content still name the old id",
-                )
-            break
-        if chosen is None:
-            walk.problem(record.uid, f"attachment {item.uid}: every candidate id is taken")
-            continue
-        uid, existing = chosen
-        if existing is not None:
-            walk.tally.attachments_reused += 1
-            kept.append(int(existing.id))
-            if not walk.ctx.dry_run and existing.memo_id != memo_id:
-                await conn.execute(
-                    attachment.update()
-                    .where(attachment.c.id == existing.id)
-                    .values(memo_id=memo_id)
-                )
-            continue
-        walk.tally.attachments_stored += 1
-        if walk.ctx.dry_run:
-            continue
-        kept.append(await _store(conn, walk, item, uid, memo_id))
-    if replacing and memo_id is not None and not walk.ctx.dry_run:
-        await conn.execute(
-            attachment.update()
-            .where(
-                attachment.c.memo_id == memo_id,
-                attachment.c.creator_id == caller.user_id,
-                attachment.c.id.not_in(kept) if kept else sa.true(),
-            )
-            .values(memo_id=None)
-        )
-
-
-async def _store(
-    conn: AsyncConnection, walk: _Walk, item: AttachmentItem, uid: str, memo_id: int | None
-) -> int:
-    filename = clean_filename(item.filename)
-    try:
-        kind = mime_type(item.type, filename)
-    except InvalidArgument:
-        kind = mime_type("", filename)
-    key: str | None = None
-    size = item.size
-    if item.path:
-        entry = walk.staging.entry(item.path)
-        assert entry is not None  # validation checked it
-        data: bytes = await _thread(walk.staging.entry_bytes, entry)
-        key = await storage.write_bytes(walk.ctx.data_dir, data)
-        walk.written_keys.append(key)
-        size = len(data)
-    new_id = (
-        await conn.execute(
-            attachment.insert()
-            .values(
-                uid=uid,
-                creator_id=walk.ctx.write.caller.user_id,
-                memo_id=memo_id,
-                filename=filename,
-                mime_type=kind,
-                size=size,
-                storage_key=key,
-                external_link=item.external_link or None,
-                created_ts=fmt.parse_time(item.create_time),
-            )
-            .returning(attachment.c.id)
-        )
-    ).scalar_one()
-    return int(new_id)
-
-
 # --- relations ------------------------------------------------------------------------
 
 
-async def _target_id(conn: AsyncConnection, walk: _Walk, uid: str) -> tuple[bool, int | None]:
+async def _target_id(conn: AsyncConnection, walk: Walk, uid: str) -> tuple[bool, int | None]:
     """Whether the relation target exists (archive or instance), and its id once written."""
     outcome = walk.staging.outcome(uid)
     if outcome is not None:
@@ -595,7 +425,7 @@ async def _target_id(conn: AsyncConnection, walk: _Walk, uid: str) -> tuple[bool
     return True, int(row.id)
 
 
-async def _relations(conn: AsyncConnection, walk: _Walk) -> None:
+async def _relations(conn: AsyncConnection, walk: Walk) -> None:
     after = 0
     while True:
         page = walk.staging.all_records_page(after, PAGE)
@@ -639,7 +469,7 @@ async def _relations(conn: AsyncConnection, walk: _Walk) -> None:
 # --- the walk -------------------------------------------------------------------------
 
 
-async def _walk(conn: AsyncConnection, walk: _Walk) -> None:
+async def _walk(conn: AsyncConnection, walk: Walk) -> None:
     caller = walk.ctx.write.caller
     for comments in (False, True):
         after = 0
@@ -663,7 +493,7 @@ async def run_import(
     """Plan (dry run) or apply ``archive`` in ``conn``'s transaction; refused whole on a problem."""
     scope = await load_scope(conn, ctx.write.caller)
     by_uid, by_title = await _member_spaces(conn, scope)
-    walk = _Walk(ctx, archive, scope, by_uid, by_title)
+    walk = Walk(ctx, archive, scope, by_uid, by_title)
     try:
         await _walk(conn, walk)
         if walk.problems:

@@ -4,6 +4,7 @@
   columns (the per-version differences of ``store/migration/``);
 - :mod:`.rows`: typed Memos rows, as Daybook needs them;
 - :mod:`.source`: opening the database read-only and reading it page by page;
-- :mod:`.carry`: writing users, spaces, memos, attachments, reactions and the
-  instance settings into Daybook, idempotently, with a report.
+- :mod:`.state`, :mod:`.people`, :mod:`.notes`, :mod:`.files`: what a carry knows;
+  settings, users and spaces; memos, references and reactions; attachments;
+- :mod:`.carry`: the whole carry in order, idempotently, with a report.
 """
