@@ -265,7 +265,7 @@ memo_tag = sa.Table(
 # A memo's rendered HTML (app.memos.html_cache), written in the transaction
 # that writes its content, so ``?view=html`` never parses on a read. Valid only
 # while ``content_hash`` is the hash of the memo's content and ``renderer`` is
-# the running renderer's version; anything else is re-rendered (migration 0008).
+# the running renderer's version; anything else is re-rendered (migration 0009).
 memo_html = sa.Table(
     "memo_html",
     metadata,
@@ -317,6 +317,9 @@ attachment = sa.Table(
     # Server-chosen storage key under the data directory; never client input.
     sa.Column("storage_key", sa.String(128), nullable=True),
     sa.Column("blob", sa.LargeBinary, nullable=True),
+    # An external attachment (a link, Memos' EXTERNAL storage) has no bytes:
+    # neither a storage key nor a blob, only this http(s) URL (migration 0008).
+    sa.Column("external_link", sa.Text, nullable=True),
     sa.Column("created_ts", Timestamp, nullable=False),
     sa.Index(None, "creator_id", "created_ts"),
     sa.Index(None, "memo_id"),

@@ -11,7 +11,7 @@ the memo's current content and its ``renderer`` the running renderer's
 version; that check, made on every read, is the invalidation (a content
 change by any writer, an older process included, or a new renderer makes the
 row stale without any trigger). A stale or missing rendering (memos written
-before migration 0008) is rendered off the loop on read and kept in a small
+before migration 0009) is rendered off the loop on read and kept in a small
 in-process cache keyed by content hash: a pure function's results, valid in
 any process.
 """

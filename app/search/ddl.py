@@ -99,7 +99,7 @@ _SQLITE_DOWN = [
 # bytes of tsvector per character, so 64 Ki characters stay near 0.6 MiB, far
 # from the limit, whatever the content (decision 0015). Lexical search on
 # PostgreSQL therefore does not see words past that prefix; SQLite's FTS5 has
-# no such limit. Migration 0008 rebuilt the index with this expression.
+# no such limit. Migration 0009 rebuilt the index with this expression.
 FTS_PREFIX_CHARS = 65536
 PG_TSVECTOR = f"to_tsvector('simple'::regconfig, left(content, {FTS_PREFIX_CHARS}))"
 

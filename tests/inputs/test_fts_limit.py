@@ -4,7 +4,7 @@ PostgreSQL refuses a tsvector over 1 MiB, and the lexical index is an
 expression index over the content, so creating a memo of about half a
 mebibyte of distinct words (well within the 1 MiB content limit an admin may
 set) was a 500. The index now covers the first 65,536 characters
-(``app.search.ddl.PG_TSVECTOR``, migration 0008), whatever the content.
+(``app.search.ddl.PG_TSVECTOR``, migration 0009), whatever the content.
 """
 
 from __future__ import annotations

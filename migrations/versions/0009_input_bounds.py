@@ -14,10 +14,10 @@
 The SQL is frozen here (no application module is imported), and every step
 can run again on a database that already has it. A downgrade on PostgreSQL
 rebuilds the unbounded index, which PostgreSQL refuses (and the downgrade
-rolls back) while a memo too long for it exists: 0007 could not store one.
+rolls back) while a memo too long for it exists: 0008 could not store one.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
