@@ -155,7 +155,7 @@ class StaticEmbedder:
 
     def __init__(self) -> None:
         try:
-            from static_model import get_embeddings  # type: ignore[import-not-found]
+            from static_model import get_embeddings  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
             raise ValueError(
                 "embedding model 'static' needs: pip install tokenlearn-static-model==0.1.1"

@@ -206,12 +206,10 @@ async def test_no_good_match_returns_nothing_and_says_so(
         assert body["nextPageToken"] == ""
 
 
-async def test_a_semantic_only_hit_is_explained(
-    client: AsyncTestClient[Any], alice: Actor
-) -> None:
-    """"passports" shares trigrams, not the word, with "passport": the hashing
-    embedder finds it, the lexical arm does not (stemming aside, on PostgreSQL's
-    simple parser it is another word); its snippet is its closest sentence."""
+async def test_a_semantic_only_hit_is_explained(client: AsyncTestClient[Any], alice: Actor) -> None:
+    """Misspelt words share character trigrams, not words, with the memo: the
+    hashing embedder finds it, the lexical arm cannot; its snippet is the
+    sentence closest to the query."""
     m = await alice.memo("Groceries on Sunday. Renewal of passports for the trip.\nCall mum.")
     await embed_all(client)
     body = await search(alice, "passportt renewall", mode="semantic")
@@ -253,9 +251,7 @@ async def test_the_total_never_counts_hidden_memos(
     assert {x["memo"]["name"] for x in body["results"]} == {m["name"] for m in mine}
     assert body["totalSize"] == 3  # the PROTECTED memo is outside the key's personal reach
     none_key = await restricted_key(bob, scope="READ", personal="NONE")
-    r = await client.get(
-        "/api/v1/memos:search", params={"query": "harbor walk"}, headers=none_key
-    )
+    r = await client.get("/api/v1/memos:search", params={"query": "harbor walk"}, headers=none_key)
     assert r.status_code == 200, r.text
     assert r.json()["results"] == [] and r.json()["totalSize"] == 0
     assert r.json()["noRelevantMatch"] is True
