@@ -220,14 +220,18 @@ async def writers(url: str) -> list[tuple[int, int]]:
         await engine.dispose()
 
 
-async def one_search(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> int:
+async def one_search(
+    engine: Any, runtime: SearchRuntime, caller: Caller, text: str
+) -> tuple[int, int]:
+    """One search end to end (with the page's highlights and snippets): the page's
+    length and the relevant total."""
     async with engine.connect() as conn:
         q = SearchQuery(caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10)
         page = await search_memos(conn, runtime, q, "bench")
         memos = await present(
             conn, [page.rows[h.memo_id] for h in page.hits], caller, AccessMode.PRIVATE
         )
-    return len(memos)
+    return len(memos), page.total
 
 
 async def time_caller(
@@ -242,10 +246,13 @@ async def time_caller(
         warm_s = time.perf_counter() - started
         samples: list[float] = []
         results = 0
+        totals: list[int] = []
         first = 0.0
         for i, text in enumerate(queries):
             started = time.perf_counter()
-            results += await one_search(engine, runtime, caller, f"{text} {tag}{i}")
+            shown, total = await one_search(engine, runtime, caller, f"{text} {tag}{i}")
+            results += shown
+            totals.append(total)
             elapsed = (time.perf_counter() - started) * 1000
             if i == 0:
                 first = elapsed
@@ -268,6 +275,8 @@ async def time_caller(
         "p95_ms": round(percentile(samples, 95), 1),
         "queries": len(samples),
         "mean_results": round(results / len(queries), 1),
+        "mean_total": round(sum(totals) / len(totals), 1),
+        "floor": str(runtime.floor(runtime.embedder.name)),
         "query_embedding_p50_ms": round(percentile(embed_ms, 50), 1),
     }
 

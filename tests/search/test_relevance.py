@@ -288,3 +288,28 @@ def test_a_bad_floor_setting_fails_at_startup(tmp_path: pathlib.Path) -> None:
     )
     with pytest.raises(ValueError, match="search floor 'very high'"):
         create_app(settings)
+
+
+async def test_a_model_switch_re_embeds_and_takes_the_new_models_floor(
+    client: AsyncTestClient[Any], alice: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors are stamped with their model: after a switch the semantic arm ranks
+    only re-embedded memos, under the floor calibrated for the new model."""
+    from app.search import relevance
+    from app.search.runtime import SearchRuntime
+
+    for text in NOTES:
+        await alice.memo(text)
+    await embed_all(client)  # hash-64
+    monkeypatch.setitem(relevance.CALIBRATED, "hash-32", Floor(minimum=0.2, margin=0.5))
+    old = client.app.state.search
+    client.app.state.search = SearchRuntime("hash-32", old.pgvector, "auto")
+    body = await search(alice, "dentist appointment", mode="semantic")
+    assert body["results"] == []  # no vector of the new model yet: nothing ranked
+    assert contents(await search(alice, "dentist appointment")) == [NOTES[0]]  # lexically
+    assert await embed_all(client) == len(NOTES)  # the worker's sweep and loop re-embed all
+    body = await search(alice, "dentist appointment", mode="semantic")
+    assert body["pendingEmbeddings"] == 0
+    assert contents(body)[0] == NOTES[0]
+    assert body["semanticFloor"] >= 0.2
+    assert all(r["similarity"] >= body["semanticFloor"] - 1e-6 for r in body["results"])
