@@ -284,8 +284,9 @@ def score(run: SetRun, fusion: Fusion, floor: Floor, split: str | None) -> dict[
 
 def _floors() -> list[Floor]:
     out = [OFF]
-    for minimum in (-1.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85):
-        for margin in (0.05, 0.1, 0.15, 0.2, 0.3, math.inf):
+    minimums = (-1.0, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
+    for minimum in minimums:
+        for margin in (0.05, 0.1, 0.2, 0.3, math.inf):
             for exact in (0.02, 0.05, 0.1, math.inf):
                 if exact >= margin and exact != math.inf:
                     continue
@@ -295,13 +296,16 @@ def _floors() -> list[Floor]:
 
 def _fusions() -> list[Fusion]:
     out = []
-    for k, w in itertools.product((10, 30, 60), (0.5, 1.0, 1.5, 2.0, 3.0)):
+    for k, w in itertools.product((10, 30, 60), (0.5, 1.0, 2.0)):
         for aw, ph in itertools.product((0.0, 0.5, 1.0), (0.0, 0.5)):
             out.append(Fusion("rrf", k, w, 1.0, aw / (k + 1), ph / (k + 1)))
     for method in ("minmax", "zscore"):
-        for w in (0.3, 0.5, 0.7, 1.0, 1.5):
+        for w in (0.3, 0.5, 1.0):
             for aw, ph in itertools.product((0.0, 0.1, 0.3, 0.5), (0.0, 0.2)):
                 out.append(Fusion(method, 60, w, 1.0, aw, ph))  # type: ignore[arg-type]
+    for wl, ws in itertools.product((0.3, 0.5, 1.0), (2.0, 5.0, 8.0, 12.0)):
+        for aw, ph in itertools.product((0.0, 0.2), (0.0, 0.2, 0.5)):
+            out.append(Fusion("margin", 60, wl, ws, aw, ph))
     return out
 
 

@@ -25,7 +25,7 @@ from typing import Literal
 
 RRF_K = 60
 
-Method = Literal["rrf", "minmax", "zscore"]
+Method = Literal["rrf", "minmax", "zscore", "margin"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class Floor:
 
     def threshold(self, best: float, exact: bool) -> float:
         """The similarity a neighbour needs, given the best one's and whether the
-        lexical arm found a memo containing every query word."""
+        best one is a lexical hit containing every query word."""
         margin = min(self.margin, self.exact_margin) if exact else self.margin
         return max(self.minimum, best - margin)
 
@@ -110,22 +110,31 @@ def _arm_scores(values: list[float], fusion: Fusion) -> list[float]:
         return []
     if fusion.method == "rrf":
         return [1 / (fusion.k + rank) for rank in range(1, len(values) + 1)]
-    if fusion.method == "minmax":
+    if fusion.method in ("minmax", "margin"):
         return _minmax(values)
     return _zscore(values)
 
 
 def fuse(
-    lexical: list[LexicalCandidate], semantic: list[SemanticCandidate], fusion: Fusion
+    lexical: list[LexicalCandidate],
+    semantic: list[SemanticCandidate],
+    fusion: Fusion,
+    threshold: float = 0.0,
 ) -> list[Fused]:
     """One list, best first; ties go to the better single rank, then the newer id.
 
     Both lists are best first. A memo absent from an arm gets nothing from it
     (in ``zscore``, the arm's lowest normalised score, so absence never beats
-    a weak presence).
+    a weak presence). ``margin``: the lexical arm min-max normalised, the
+    semantic arm by how far a neighbour's cosine is above ``threshold`` (the
+    floor it passed), so one clearly closer neighbour outweighs a crowd of
+    near-equals, which min-max and ranks cannot tell apart.
     """
     lex_norm = _arm_scores([c.score for c in lexical], fusion)
-    sem_norm = _arm_scores([c.similarity for c in semantic], fusion)
+    if fusion.method == "margin":
+        sem_norm = [max(0.0, c.similarity - threshold) for c in semantic]
+    else:
+        sem_norm = _arm_scores([c.similarity for c in semantic], fusion)
     lex_floor = min(lex_norm) if fusion.method == "zscore" and lex_norm else 0.0
     sem_floor = min(sem_norm) if fusion.method == "zscore" and sem_norm else 0.0
     lex = {c.memo_id: (i, c) for i, c in enumerate(lexical, 1)}

@@ -16,20 +16,31 @@ from app.api.structs import Out
 from app.memos.schemas import Memo
 
 
+_OFFSET = "An index into memo.content in Unicode code points (not UTF-16 units)."
+
+
 class TextSpan(Out):
     """``memo.content[start:end]``, in Unicode code points, end exclusive."""
 
-    start: int
-    end: int
+    start: Annotated[int, msgspec.Meta(description=_OFFSET)]
+    end: Annotated[int, msgspec.Meta(description=_OFFSET + " Exclusive.")]
 
 
 class Snippet(Out):
     """The part of the memo to show: a window around the densest run of
     highlights, or for a semantic-only hit the sentence most similar to the query."""
 
-    start: int
-    end: int
-    text: str  # memo.content[start:end]
+    start: Annotated[int, msgspec.Meta(description=_OFFSET)]
+    end: Annotated[int, msgspec.Meta(description=_OFFSET + " Exclusive.")]
+    text: Annotated[
+        str,
+        msgspec.Meta(
+            description=(
+                "memo.content[start:end]: around the densest highlights, or for a "
+                "SEMANTIC hit the sentence most similar to the query."
+            )
+        ),
+    ]
 
 
 class SearchResult(Out):

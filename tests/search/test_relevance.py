@@ -68,6 +68,18 @@ def test_the_floor_keeps_close_neighbours_only() -> None:
     assert apply_floor(sims, OFF)[0] == sims
 
 
+def test_the_literal_answer_rule() -> None:
+    """The tighter margin applies only when the nearest neighbour is itself a lexical
+    hit holding every query word."""
+    from app.search.service import Arms
+
+    near = [SemanticCandidate(7, 0.8), SemanticCandidate(8, 0.78)]
+    assert Arms([LexicalCandidate(7, 1.0, all_words=True)], near, 0, 50).exact
+    assert not Arms([LexicalCandidate(7, 1.0, all_words=False)], near, 0, 50).exact
+    assert not Arms([LexicalCandidate(8, 1.0, all_words=True)], near, 0, 50).exact
+    assert not Arms([LexicalCandidate(7, 1.0, all_words=True)], [], 0, 50).exact
+
+
 def test_lexical_hits_always_count() -> None:
     """A lexical hit survives whatever the floor did to the semantic arm."""
     kept, _ = apply_floor([SemanticCandidate(2, 0.1)], Floor(minimum=0.5))
@@ -75,7 +87,7 @@ def test_lexical_hits_always_count() -> None:
     assert [f.memo_id for f in fused] == [1]
 
 
-@pytest.mark.parametrize("method", ["rrf", "minmax", "zscore"])
+@pytest.mark.parametrize("method", ["rrf", "minmax", "zscore", "margin"])
 def test_fusion_rewards_both_arms_and_exactness(method: Any) -> None:
     lexical = [
         LexicalCandidate(1, 5.0),
