@@ -15,7 +15,6 @@ import msgspec
 from app.api.structs import Out
 from app.memos.schemas import Memo
 
-
 _OFFSET = "An index into memo.content in Unicode code points (not UTF-16 units)."
 
 
