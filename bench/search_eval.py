@@ -179,6 +179,9 @@ async def run_set(
         await engine.dispose()
         partial.rename(path)
         rate = round(stats.embedded / stats.seconds, 1) if stats.seconds else None
+        path.with_suffix(".json").write_text(json.dumps({"embed_notes_per_s": rate}))
+    elif path.with_suffix(".json").exists():  # measured when the cached database was made
+        rate = json.loads(path.with_suffix(".json").read_text())["embed_notes_per_s"]
     ids = {i: d.id for i, d in enumerate(s.docs, 1)}
     engine = create_engine(url)
     runs: list[QueryRun] = []
