@@ -139,7 +139,7 @@ class QueryRun:
     split: str
     relevant: set[str]
     arms: Arms  # hybrid's arms (the whole semantic pool, before any floor)
-    lexical_mode: list[str]  # mode=lexical (with its any-word tier)
+    lexical_mode: Arms  # mode=lexical's arm (with its any-word tier)
     baseline: list[str]
 
 
@@ -220,7 +220,7 @@ async def run_set(
                 s.split(qid),
                 s.qrels[qid],
                 arms,
-                [ids[c.memo_id] for c in lex.lexical],
+                lex,
                 [ids[i] for i in base],
             )
         )
@@ -253,9 +253,10 @@ def score(run: SetRun, fusion: Fusion, floor: Floor, split: str | None) -> dict[
         hybrid = [run.ids[h.memo_id] for h in combine(r.arms, fusion, floor).hits]
         semantic = [run.ids[h.memo_id] for h in combine(_semantic_only(r.arms), fusion, floor).hits]
         unfloored = [run.ids[c.memo_id] for c in r.arms.semantic]
+        lexical = [run.ids[h.memo_id] for h in combine(r.lexical_mode, fusion, floor).hits]
         for mode, ranked in (
             ("baseline", r.baseline),
-            ("lexical", r.lexical_mode),
+            ("lexical", lexical),
             ("semantic", semantic),
             ("semantic-no-floor", unfloored),
             ("hybrid", hybrid),

@@ -154,6 +154,27 @@ def fuse(
     return fused
 
 
+def lexical_order(lexical: list[LexicalCandidate], fusion: Fusion) -> list[LexicalCandidate]:
+    """The lexical arm in the order of its contribution to ``fuse`` (engine score
+    plus the exactness boosts), so ``lexicalRank`` is that order and
+    ``mode=lexical`` lists its hits by ``lexicalRank`` (decision 0012, section 4).
+    Min-max and z-score contributions do not depend on the order, so the fused
+    scores are unchanged; ties keep the engine's order."""
+    base = _arm_scores([c.score for c in lexical], fusion)
+    keyed = [
+        (
+            fusion.lexical_weight * b
+            + fusion.all_words_boost * c.all_words
+            + fusion.phrase_boost * c.phrase,
+            -i,
+            c,
+        )
+        for i, (b, c) in enumerate(zip(base, lexical, strict=True))
+    ]
+    keyed.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return [c for _, _, c in keyed]
+
+
 def rrf(lexical: list[int], semantic: list[int], k: int = RRF_K) -> list[Fused]:
     """Plain RRF of two best-first id lists (the fusion of decision 0006)."""
     return fuse(

@@ -39,6 +39,7 @@ from app.search.fusion import (
     SemanticCandidate,
     apply_floor,
     fuse,
+    lexical_order,
 )
 from app.search.highlight import phrase_match
 from app.search.lexical import lexical_hits
@@ -97,7 +98,7 @@ class Ranked:
 def combine(arms: Arms, fusion: Fusion, floor: Floor) -> Ranked:
     """Floor the semantic arm, fuse, and say how complete the total is. Pure."""
     kept, threshold = apply_floor(arms.semantic, floor, arms.exact)
-    fused = fuse(arms.lexical, kept, fusion, threshold)
+    fused = fuse(lexical_order(arms.lexical, fusion), kept, fusion, threshold)
     full = len(arms.lexical) >= arms.pool or len(kept) >= arms.pool
     return Ranked(fused, threshold if arms.semantic else floor.minimum, not full)
 

@@ -325,3 +325,16 @@ async def test_a_model_switch_re_embeds_and_takes_the_new_models_floor(
     assert contents(body)[0] == NOTES[0]
     assert body["semanticFloor"] >= 0.2
     assert all(r["similarity"] >= body["semanticFloor"] - 1e-6 for r in body["results"])
+
+
+def test_the_lexical_rank_includes_the_exactness_boosts() -> None:
+    """``lexicalRank`` is the order of the arm's contribution to the fused score, so
+    ``mode=lexical`` (the lexical arm alone) lists hits by ``lexicalRank``."""
+    from app.search.fusion import lexical_order
+
+    arm = [LexicalCandidate(1, 5.0), LexicalCandidate(2, 4.8, all_words=True, phrase=True)]
+    fusion = Fusion("minmax", lexical_weight=0.3, all_words_boost=0.3, phrase_boost=0.2)
+    assert [c.memo_id for c in lexical_order(arm, fusion)] == [2, 1]
+    fused = fuse(lexical_order(arm, fusion), [], fusion)
+    assert [(f.memo_id, f.lexical_rank) for f in fused] == [(2, 1), (1, 2)]
+    assert [c.memo_id for c in lexical_order(arm, Fusion("minmax"))] == [1, 2]
