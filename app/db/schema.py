@@ -298,6 +298,9 @@ attachment = sa.Table(
     # Server-chosen storage key under the data directory; never client input.
     sa.Column("storage_key", sa.String(128), nullable=True),
     sa.Column("blob", sa.LargeBinary, nullable=True),
+    # An external attachment (a link, Memos' EXTERNAL storage) has no bytes:
+    # neither a storage key nor a blob, only this http(s) URL (migration 0008).
+    sa.Column("external_link", sa.Text, nullable=True),
     sa.Column("created_ts", Timestamp, nullable=False),
     sa.Index(None, "creator_id", "created_ts"),
     sa.Index(None, "memo_id"),
