@@ -28,6 +28,7 @@ from app.search.explain import (
     MAX_EMBEDDED_SENTENCES,
     MAX_SENTENCE_CHARS,
     Explanation,
+    closest_by_trigrams,
     draft,
     with_sentence,
 )
@@ -186,19 +187,19 @@ async def explain(
     text: str,
 ) -> dict[int, Explanation]:
     """Highlights and a snippet per hit; a semantic-only hit of several sentences
-    gets its sentence most similar to the query (one batch for the page)."""
+    gets its sentence most similar to the query (one bounded model run for the
+    page, ``explain.MAX_EMBEDDED_SENTENCES``)."""
     drafts = {h.memo_id: draft(h, rows[h.memo_id].content, terms) for h in hits}
     out = {memo_id: d.explanation for memo_id, d in drafts.items() if not d.candidates}
     wanted: list[tuple[int, int]] = []  # (memo id, sentence index)
     texts: list[str] = []
-    for memo_id, d in drafts.items():
-        if not d.candidates:
+    for memo_id, d in drafts.items():  # whole memos, best hits first, within the budget
+        if not d.candidates or len(texts) + len(d.candidates) > MAX_EMBEDDED_SENTENCES:
             continue
         content = rows[memo_id].content
         for i, span in enumerate(d.candidates):
-            if len(texts) < MAX_EMBEDDED_SENTENCES:
-                wanted.append((memo_id, i))
-                texts.append(content[span.start : span.end][:MAX_SENTENCE_CHARS])
+            wanted.append((memo_id, i))
+            texts.append(content[span.start : span.end][:MAX_SENTENCE_CHARS])
     if texts:
         query, vectors = await runtime.embed_sentences(text, texts)
         best: dict[int, tuple[float, int]] = {}
@@ -208,8 +209,9 @@ async def explain(
                 best[memo_id] = (sim, i)
         for memo_id, (_, i) in best.items():
             out[memo_id] = with_sentence(drafts[memo_id], i)
-    for memo_id, d in drafts.items():  # past the page's budget: the first sentence
-        out.setdefault(memo_id, d.explanation)
+    for memo_id, d in drafts.items():  # past the page's budget: by shared trigrams
+        if memo_id not in out:
+            out[memo_id] = closest_by_trigrams(d, rows[memo_id].content, text)
     return out
 
 

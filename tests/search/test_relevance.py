@@ -338,3 +338,16 @@ def test_the_lexical_rank_includes_the_exactness_boosts() -> None:
     fused = fuse(lexical_order(arm, fusion), [], fusion)
     assert [(f.memo_id, f.lexical_rank) for f in fused] == [(2, 1), (1, 2)]
     assert [c.memo_id for c in lexical_order(arm, Fusion("minmax"))] == [1, 2]
+
+
+def test_past_the_budget_the_snippet_is_the_sentence_sharing_most_trigrams() -> None:
+    from app.search.explain import closest_by_trigrams
+
+    content = "Groceries on Sunday. The mechanic replaced the brake pads. Call mum."
+    d = draft(Fused(1, 0.5, 0, 1, 0.7), content, parse_terms("mechanics braking"))
+    assert d.candidates == ()  # "mechanics" stems to "mechanic": that sentence, no model
+    snip = d.explanation.snippet
+    assert content[snip.start : snip.end] == "The mechanic replaced the brake pads."
+    d = draft(Fused(1, 0.5, 0, 1, 0.7), content, parse_terms("garage visit"))
+    e = closest_by_trigrams(d, content, "mechanical brakes")
+    assert content[e.snippet.start : e.snippet.end] == "The mechanic replaced the brake pads."
