@@ -6,7 +6,8 @@
   semantic hit that happens to contain some of them).
 - ``snippet``: a window of about ``SNIPPET_CHARS`` around the densest run of
   highlights; for a semantic hit, the sentence of the memo most similar to
-  the query: the one with the most query words when there are any; else, for
+  the query: the one with the most query words when there are any; a memo
+  no longer than a snippet is shown whole; else, for
   the page's first such hits, by embedding their sentences with the query's
   model (at most ``MAX_EMBEDDED_SENTENCES`` of at most ``MAX_SENTENCE_CHARS``
   characters per page, one model run); past that budget, the sentence sharing
@@ -68,6 +69,8 @@ def draft(hit: Fused, content: str, terms: Terms) -> Draft:
         counts = [sum(1 for s in spans if p.start <= s.start < p.end) for p in parts]
         best = parts[max(range(len(parts)), key=lambda i: (counts[i], -i))]
         return Draft(Explanation(how, tuple(found), tuple(spans), _clip(best)), ())
+    if len(content) <= SNIPPET_CHARS:  # the memo is its own snippet
+        return Draft(Explanation(how, (), (), Span(0, len(content))), ())
     if len(parts) <= 1:
         whole = parts[0] if parts else Span(0, len(content))
         return Draft(Explanation(how, (), (), _clip(whole)), ())
@@ -82,6 +85,8 @@ def _trigrams(text: str) -> set[str]:
 
 def closest_by_trigrams(d: Draft, content: str, query: str) -> Explanation:
     """The candidate sentence sharing the most character trigrams with the query."""
+    if not d.candidates:
+        return d.explanation
     wanted = _trigrams(query)
     scores = [
         len(wanted & _trigrams(content[span.start : span.end][:MAX_SENTENCE_CHARS]))

@@ -169,8 +169,11 @@ def test_a_semantic_only_hit_shows_its_best_sentence() -> None:
     assert content[d.explanation.snippet.start : d.explanation.snippet.end] == (
         "The garage fixed the brakes."
     )  # the sentence holding a query word, no embedding needed
+    d = draft(hit, content * 3, parse_terms("vehicle maintenance"))
+    assert len(d.candidates) == 4  # no query word: (at most 4) sentences go to the model
     d = draft(hit, content, parse_terms("vehicle maintenance"))
-    assert len(d.candidates) == 3  # no query word: the sentences go to the model
+    assert d.candidates == ()  # no longer than a snippet: shown whole
+    assert (d.explanation.snippet.start, d.explanation.snippet.end) == (0, len(content))
 
 
 # --- the API, on both dialects ----------------------------------------------------------------
@@ -222,8 +225,14 @@ async def test_a_semantic_only_hit_is_explained(client: AsyncTestClient[Any], al
     """Misspelt words share character trigrams, not words, with the memo: the
     hashing embedder finds it, the lexical arm cannot; its snippet is the
     sentence closest to the query."""
-    m = await alice.memo("Groceries on Sunday. Renewal of passports for the trip.\nCall mum.")
+    m = await alice.memo(
+        "Groceries on Sunday, and the list for the market: apples, bread, cheese, coffee"
+        " and the washing powder that is on offer. Renewal of passports for the trip.\n"
+        "Call mum about the weekend and the birthday present for grandma."
+    )
     await embed_all(client)
+    client.app.state.search.floor_setting = "0.1"  # a long memo: hashing cosines are low
+    client.app.state.search._floors.clear()
     body = await search(alice, "passportt renewall", mode="semantic")
     assert [r["memo"]["name"] for r in body["results"]] == [m["name"]]
     hit = body["results"][0]
@@ -343,7 +352,10 @@ def test_the_lexical_rank_includes_the_exactness_boosts() -> None:
 def test_past_the_budget_the_snippet_is_the_sentence_sharing_most_trigrams() -> None:
     from app.search.explain import closest_by_trigrams
 
-    content = "Groceries on Sunday. The mechanic replaced the brake pads. Call mum."
+    content = (
+        "Groceries on Sunday, the long list for the market and the bakery on the corner."
+        " The mechanic replaced the brake pads. Call mum about the weekend plans, soon, and the trip."
+    )
     d = draft(Fused(1, 0.5, 0, 1, 0.7), content, parse_terms("mechanics braking"))
     assert d.candidates == ()  # "mechanics" stems to "mechanic": that sentence, no model
     snip = d.explanation.snippet
