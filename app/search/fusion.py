@@ -105,6 +105,17 @@ def _zscore(values: list[float]) -> list[float]:
     return [(v - mean) / sd for v in values]
 
 
+def _lexical_values(lexical: list[LexicalCandidate]) -> list[float]:
+    """The lexical arm's values for normalisation: its ranks, not its BM25 values.
+
+    FTS5's ``bm25()`` and PostgreSQL's ranking use statistics of every memo
+    (IDF, average length), hidden ones included: normalised BM25 values would
+    let memos a caller cannot see move the scores and order of those it can.
+    The arm's order is the engine's; within it, the rank carries the evidence."""
+    n = len(lexical)
+    return [float(n - i) for i in range(n)]
+
+
 def _arm_scores(values: list[float], fusion: Fusion) -> list[float]:
     if not values:
         return []
@@ -130,7 +141,7 @@ def fuse(
     floor it passed), so one clearly closer neighbour outweighs a crowd of
     near-equals, which min-max and ranks cannot tell apart.
     """
-    lex_norm = _arm_scores([c.score for c in lexical], fusion)
+    lex_norm = _arm_scores(_lexical_values(lexical), fusion)
     if fusion.method == "margin":
         sem_norm = [max(0.0, c.similarity - threshold) for c in semantic]
     else:
@@ -160,7 +171,7 @@ def lexical_order(lexical: list[LexicalCandidate], fusion: Fusion) -> list[Lexic
     ``mode=lexical`` lists its hits by ``lexicalRank`` (decision 0012, section 4).
     Min-max and z-score contributions do not depend on the order, so the fused
     scores are unchanged; ties keep the engine's order."""
-    base = _arm_scores([c.score for c in lexical], fusion)
+    base = _arm_scores(_lexical_values(lexical), fusion)
     keyed = [
         (
             fusion.lexical_weight * b
