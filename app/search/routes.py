@@ -16,7 +16,10 @@ from app.errors import Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos.present import present
 from app.memos.query_filter import memo_filter_clause
+from app.memos.schemas import Memo
 from app.search import schemas
+from app.search.explain import Explanation
+from app.search.fusion import Fused
 from app.search.service import DEFAULT_PAGE, SearchQuery, search_memos, validate
 from app.settings import Settings
 
@@ -41,7 +44,9 @@ class SearchController(Controller):
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
         pool_size: Annotated[int | None, Parameter(query="poolSize", ge=-(2**31), le=2**31)] = None,
     ) -> schemas.SearchMemosResponse:
-        """Memos ranked by relevance: full-text and embeddings fused by RRF (k=60)."""
+        """Memos ranked by relevance: full-text and embeddings, fused; the semantic arm
+        adds only neighbours above its relevance floor, so a query with no good match
+        returns no results and ``noRelevantMatch: true``."""
         if caller is None and access.access_mode.value == "PRIVATE":
             raise Unauthenticated("sign in to search memos on this instance")
         query_text, chosen, pool = validate(text, mode, pool_size)
@@ -60,14 +65,32 @@ class SearchController(Controller):
         memos = await present(db, [page.rows[h.memo_id] for h in page.hits], caller, q.access_mode)
         return schemas.SearchMemosResponse(
             results=[
-                schemas.SearchResult(
-                    memo=m,
-                    score=h.score,
-                    lexical_rank=h.lexical_rank,
-                    semantic_rank=h.semantic_rank,
-                )
+                result(h, m, page.explanations[h.memo_id])
                 for h, m in zip(page.hits, memos, strict=True)
             ],
             next_page_token=page.next_token,
             pending_embeddings=page.pending,
+            total_size=page.total,
+            total_is_exact=page.total_is_exact,
+            no_relevant_match=page.total == 0,
+            semantic_floor=page.floor,
         )
+
+
+def result(hit: Fused, memo: Memo, why: Explanation) -> schemas.SearchResult:
+    content = memo.content
+    return schemas.SearchResult(
+        memo=memo,
+        score=hit.score,
+        lexical_rank=hit.lexical_rank,
+        semantic_rank=hit.semantic_rank,
+        matched_by=why.matched_by,
+        similarity=round(hit.similarity, 6),
+        matched_terms=list(why.terms),
+        highlights=[schemas.TextSpan(start=s.start, end=s.end) for s in why.highlights],
+        snippet=schemas.Snippet(
+            start=why.snippet.start,
+            end=why.snippet.end,
+            text=content[why.snippet.start : why.snippet.end],
+        ),
+    )

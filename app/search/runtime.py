@@ -25,6 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
 from app.search.embedder import Embedder, QueryCache, make_embedder
+from app.search.fusion import Floor, Fusion
+from app.search.relevance import DEFAULT_FUSION, parse_floor
 from app.search.semantic import warm_cache
 from app.search.vectors import VectorCache
 from app.search.worker import run_worker
@@ -33,9 +35,18 @@ log = structlog.get_logger("daybook.search")
 
 
 class SearchRuntime:
-    def __init__(self, model: str, pgvector: bool) -> None:
+    def __init__(
+        self,
+        model: str,
+        pgvector: bool,
+        floor: str = "auto",
+        fusion: Fusion = DEFAULT_FUSION,
+    ) -> None:
         self.model = model
         self.pgvector = pgvector
+        self.floor_setting = floor
+        self.fusion = fusion
+        self._floors: dict[str, Floor] = {}
         self.queries = QueryCache()
         self._embedder: Embedder | None = None
         self._caches: dict[tuple[str, int], VectorCache] = {}
@@ -56,6 +67,13 @@ class SearchRuntime:
                 cache = self._caches[(model, dim)] = VectorCache(dim)
             return cache
 
+    def floor(self, model_name: str) -> Floor:
+        """The relevance floor for vectors of ``model_name`` (the embedder's stamp)."""
+        found = self._floors.get(model_name)
+        if found is None:
+            found = self._floors[model_name] = parse_floor(self.floor_setting, model_name)
+        return found
+
     async def loaded_embedder(self) -> Embedder:
         """The query embedder, loading it off the event loop the first time."""
         if self._embedder is not None:
@@ -65,6 +83,15 @@ class SearchRuntime:
     async def embed_query(self, text: str) -> Any:
         embedder = await self.loaded_embedder()
         return await asyncio.to_thread(self.queries.get, embedder, text)
+
+    async def embed_sentences(self, query: str, texts: list[str]) -> tuple[Any, Any]:
+        """The query's vector and one vector per sentence of ``texts`` (for snippets)."""
+        embedder = await self.loaded_embedder()
+
+        def run() -> tuple[Any, Any]:
+            return self.queries.get(embedder, query), embedder.embed_passages(texts)
+
+        return await asyncio.to_thread(run)
 
     async def warm(self, engine: AsyncEngine) -> None:
         """Load the query model and (without pgvector) the vectors, if there is
@@ -116,14 +143,18 @@ async def has_pgvector(engine: AsyncEngine) -> bool:
 
 
 def search_lifespan(
-    model: str, worker: bool
+    model: str, worker: bool, floor: str = "auto"
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
-    """The lifespan hook: search state, its warm-up, and the embedding worker when enabled."""
+    """The lifespan hook: search state, its warm-up, and the embedding worker when enabled.
+
+    A bad ``floor`` (``DAYBOOK_SEARCH_FLOOR``) raises here, when the app is built,
+    not on the first search."""
+    parse_floor(floor, model)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         engine: AsyncEngine = app.state.engine
-        runtime = SearchRuntime(model, await has_pgvector(engine))
+        runtime = SearchRuntime(model, await has_pgvector(engine), floor)
         if engine.dialect.name == "postgresql" and not runtime.pgvector:
             log.warning(
                 "pgvector is not installed in this database: the semantic arm scans the"

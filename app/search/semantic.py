@@ -54,6 +54,7 @@ LOAD_CHUNK = 20_000  # rows per statement of a full (cold) load
 class SemanticArm:
     ranking: list[int]  # memo ids, best first (empty when no query vector was given)
     pending: int  # admitted memos without a current vector, in the ranking's snapshot
+    similarity: tuple[float, ...] = ()  # cosine of each ranked memo, in ranking order
 
 
 async def semantic_arm(
@@ -149,7 +150,11 @@ async def pgvector_arm(
     ranked = sorted(
         (r for r in rows if r.memo_id is not None), key=lambda r: (r.distance, -r.memo_id)
     )
-    return SemanticArm([int(r.memo_id) for r in ranked], int(rows[0].pending))
+    return SemanticArm(
+        [int(r.memo_id) for r in ranked],
+        int(rows[0].pending),
+        tuple(1.0 - float(r.distance) for r in ranked),
+    )
 
 
 async def pgvector_ranking(
@@ -225,8 +230,8 @@ async def _exact_arm(
 ) -> SemanticArm:
     if query is None:
         return SemanticArm([], await queued_count(conn, admitted))
-    ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool, remember)
-    return SemanticArm(ranking, covered.pending)
+    ranking, sims, covered = await exact_scored(conn, cache, model, query, admitted, pool, remember)
+    return SemanticArm(ranking, covered.pending, sims)
 
 
 async def exact_ranking(
@@ -238,7 +243,22 @@ async def exact_ranking(
     pool: int,
     remember: bool = True,
 ) -> tuple[list[int], Coverage]:
-    """The exact arm, and (for free, from the same scan) the caller's coverage.
+    """``exact_scored`` without the similarities."""
+    ranking, _, covered = await exact_scored(conn, cache, model, query, admitted, pool, remember)
+    return ranking, covered
+
+
+async def exact_scored(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    remember: bool = True,
+) -> tuple[list[int], tuple[float, ...], Coverage]:
+    """The exact arm with its similarities, and (for free, from the same scan) the
+    caller's coverage.
 
     The admitted ids and content hashes come back as two comma-joined strings
     from one aggregate row: for a caller who sees 100k memos, that is far
@@ -264,7 +284,7 @@ async def exact_ranking(
     ids, keys = _int_list(row[1]), _int_list(row[2])
     admitted_count = int(row[0])
     if not len(ids):
-        return [], Coverage(admitted_count, 0)
+        return [], (), Coverage(admitted_count, 0)
     hit_ids, hit_rows, missed = cache.lookup(ids, keys)
     scores = cache.scores(hit_rows, query)
     if len(missed):
@@ -292,7 +312,7 @@ async def exact_ranking(
         scores = np.concatenate([scores, vectors @ query])
     covered = Coverage(admitted_count, len(hit_ids))
     order = _ordered(hit_ids, scores, pool)[:pool]
-    return hit_ids[order].tolist(), covered
+    return hit_ids[order].tolist(), tuple(float(x) for x in scores[order]), covered
 
 
 # --- SQLite: every current vector in memory, kept in step through memo_embedding_log ---
@@ -320,17 +340,18 @@ async def _sqlite_arm(
         # admitted ids of this snapshot, without touching the shared cache.
         return await _exact_arm(conn, cache, model, dim, query, admitted, pool, remember=False)
     ranking: list[int] = []
+    sims: tuple[float, ...] = ()
     pending: int | None = None
     if query is not None:
-        walked = await walk_ranking(conn, cache, model, query, admitted, pool)
+        walked = await walk_scored(conn, cache, model, query, admitted, pool)
         if walked is not None:
-            ranking = walked
+            ranking, sims = walked
         else:
-            ranking, covered = await exact_ranking(conn, cache, model, query, admitted, pool)
+            ranking, sims, covered = await exact_scored(conn, cache, model, query, admitted, pool)
             pending = covered.pending
     if pending is None:
         pending = await queued_count(conn, admitted)
-    return SemanticArm(ranking, pending)
+    return SemanticArm(ranking, pending, sims)
 
 
 async def has_embedding_log(conn: AsyncConnection, cache: VectorCache) -> bool:
@@ -482,6 +503,19 @@ async def walk_ranking(
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
 ) -> list[int] | None:
+    """``walk_scored`` without the similarities."""
+    walked = await walk_scored(conn, cache, model, query, admitted, pool)
+    return None if walked is None else walked[0]
+
+
+async def walk_scored(
+    conn: AsyncConnection,
+    cache: VectorCache,
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+) -> tuple[list[int], tuple[float, ...]] | None:
     """The ``pool`` most similar admitted memos, or ``None`` when few memos are admitted.
 
     One matrix product scores every cached vector; candidates are then checked
@@ -493,6 +527,11 @@ async def walk_ranking(
     ids, scores = cache.score_all(query)
     dim = int(query.shape[0])
     order = _ordered(ids, scores, WALK_WINDOW)
+    similarity = dict(zip(ids[order].tolist(), scores[order].tolist(), strict=True))
+
+    def scored(found: list[int]) -> tuple[list[int], tuple[float, ...]]:
+        return found, tuple(float(similarity[i]) for i in found)
+
     found: list[int] = []
     walked = 0
     size = max(2 * pool, WALK_FIRST)  # one batch when most memos are admitted
@@ -502,7 +541,7 @@ async def walk_ranking(
         found.extend(memo_id for memo_id in batch if memo_id in ok)
         walked += len(batch)
         if len(found) >= pool:
-            return found[:pool]
+            return scored(found[:pool])
         left = len(order) - walked
         if left and len(found) + left * len(found) / walked < pool:
             break  # at this admitted rate the window cannot fill the pool
@@ -510,5 +549,5 @@ async def walk_ranking(
         need = (pool - len(found)) * walked / len(found) * 1.5 if found else 2 * walked
         size = max(1, min(WALK_WINDOW, int(need) + 1))
     if len(order) == len(ids) and walked == len(order):
-        return found  # every cached vector was considered
+        return scored(found)  # every cached vector was considered
     return None

