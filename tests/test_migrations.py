@@ -611,3 +611,43 @@ async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) ->
             json={"passwordCredentials": {"username": "bob", "password": PASSWORD}},
         )
         assert r.status_code == 200, r.text
+
+
+# --------------------------------------------------------------------------- frozen history
+
+
+def _revision_files() -> list[pathlib.Path]:
+    scripts = ScriptDirectory.from_config(alembic_config())
+    files = [pathlib.Path(str(scripts.get_revision(rev).path)) for rev in chain()]
+    assert files and all(f.is_file() for f in files)
+    return files
+
+
+def _imported_modules(path: pathlib.Path) -> set[str]:
+    import ast
+
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name | ast.Attribute)
+            and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            modules.add(str(node.args[0].value))
+    return modules
+
+
+@pytest.mark.parametrize("path", _revision_files(), ids=lambda p: p.name)
+def test_revision_imports_nothing_from_the_application(path: pathlib.Path) -> None:
+    """A revision is history: importing a live module (``app.*``) lets an edit to that
+    module rewrite what an old revision does. Revisions use Alembic, SQLAlchemy and the
+    standard library only, and carry their own statements."""
+    live = sorted(m for m in _imported_modules(path) if m == "app" or m.startswith("app."))
+    assert live == [], f"{path.name} imports live application modules: {live}"
