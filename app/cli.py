@@ -45,6 +45,12 @@ def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
 @click.version_option(package_name="daybook")
 def main() -> None:
     """Daybook: a self-hosted daily log with a Memos-compatible API."""
+    import os
+
+    from app.logs import configure_logging
+
+    # Progress and lock waits are logged to stderr; stdout keeps each command's result.
+    configure_logging(os.environ.get("DAYBOOK_LOG_FORMAT") or "console")
 
 
 def _graceful_server(config: Any) -> Any:
@@ -116,8 +122,17 @@ def serve(
 @click.option(
     "--revision", default="head", show_default=True, help="Target revision (down: e.g. base)"
 )
-def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> None:
-    """Apply database migrations (or roll back to --revision)."""
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm a downgrade that deletes data (to base, or dropping tables that hold rows)",
+)
+def migrate(data_dir: Path | None, database_url: str | None, revision: str, yes: bool) -> None:
+    """Apply database migrations (or roll back to --revision).
+
+    Safe to run from several processes at once: one migrates, the others wait
+    for it and find the database at head.
+    """
     from app.db import migrate as m
     from app.db.engine import create_engine
 
@@ -130,7 +145,7 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
             if _is_upgrade(current, revision):
                 await m.upgrade(engine, revision)
             else:
-                await m.downgrade(engine, revision)
+                await m.downgrade(engine, revision, confirm=yes)
             return await m.current_revision(engine)
         finally:
             await engine.dispose()
@@ -140,6 +155,10 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
     try:
         reached = asyncio.run(run())
     except CommandError as exc:  # an unknown or unreachable revision
+        raise click.ClickException(str(exc)) from None
+    except m.DataLossRefused as exc:
+        raise click.ClickException(f"{exc}; nothing was changed. Pass --yes to go ahead.") from None
+    except m.MigrationLockTimeout as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"database at revision {reached}")
 

@@ -26,14 +26,20 @@ database:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import pathlib
+import signal
+import socket
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -498,7 +504,7 @@ async def test_walk_down_and_up_with_data(engine: AsyncEngine) -> None:
     # Down, one revision at a time: whatever has existed throughout keeps its rows.
     surviving = await live(engine)
     for rev, target in zip(reversed(revisions), [*reversed(revisions[:-1]), None], strict=True):
-        await downgrade(engine, target or "base")
+        await downgrade(engine, target or "base", confirm=True)
         assert await current_revision(engine) == target, f"downgrade of {rev}"
         now = await live(engine)
         surviving = {t: cols & now[t] for t, cols in surviving.items() if t in now}
@@ -537,7 +543,7 @@ async def test_each_revision_reversible_with_data(
     # way come back empty, so only those never dropped so far are compared.
     surviving = await live(engine)
     for parent, revision in reversed(list(itertools.pairwise(revisions))):
-        await downgrade(engine, parent)
+        await downgrade(engine, parent, confirm=True)
         assert await current_revision(engine) == parent
         now = await live(engine)
         surviving = {t: cols & now[t] for t, cols in surviving.items() if t in now}
@@ -564,7 +570,7 @@ async def test_latest_downgrade_keeps_memos(
     tags_before = (await snapshot(engine))["memo_tag"]
     assert len(memos_before) == 4
 
-    await downgrade(engine, "-1")
+    await downgrade(engine, "-1", confirm=True)
     assert await current_revision(engine) == revisions[-2]
     assert (await snapshot(engine))["memo"] == memos_before
     await upgrade(engine, "head")
@@ -651,3 +657,221 @@ def test_revision_imports_nothing_from_the_application(path: pathlib.Path) -> No
     standard library only, and carry their own statements."""
     live = sorted(m for m in _imported_modules(path) if m == "app" or m.startswith("app."))
     assert live == [], f"{path.name} imports live application modules: {live}"
+
+
+# --------------------------------------------------------------------------- processes
+#
+# Real ``daybook`` processes. Their blocking waits run in a worker thread
+# (``asyncio.to_thread``) so the test's event loop stays free.
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    return {**env, "DAYBOOK_EMBED_WORKER": "0", "DAYBOOK_LOG_FORMAT": "json"}
+
+
+def _daybook(url: str, data: pathlib.Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "app.cli", *args, "--data", str(data), "--database-url", url]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_together(url: str, tmp_path: pathlib.Path, migrators: int, servers: int) -> list[str]:
+    """Start the processes at once; answers one problem per process that failed."""
+    ports = [_free_port() for _ in range(servers)]
+    procs = [
+        subprocess.Popen(
+            _daybook(url, tmp_path / f"m{n}", "migrate"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+        )
+        for n in range(migrators)
+    ]
+    serving = [
+        subprocess.Popen(
+            _daybook(url, tmp_path / f"s{n}", "serve", "--port", str(port)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=_env(),
+        )
+        for n, port in enumerate(ports)
+    ]
+    problems: list[str] = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            if proc.returncode != 0 or f"database at revision {chain()[-1]}" not in out.decode():
+                problems.append(f"migrate exited {proc.returncode}: {err.decode()[-2000:]}")
+        for port, server in zip(ports, serving, strict=True):
+            deadline = time.monotonic() + 60
+            while server.poll() is None and time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)  # polling a port: there is no event to wait on
+            else:
+                problems.append(f"serve on {port} never became ready (exit {server.poll()})")
+    finally:
+        for server in serving:
+            server.terminate()
+        for server in serving:
+            code = server.wait(timeout=30)
+            if code != 0:
+                err = server.stderr.read().decode()[-2000:] if server.stderr else ""
+                problems.append(f"serve exited {code}: {err}")
+    return problems
+
+
+async def test_processes_starting_together_all_succeed(
+    empty_url: str, engine: AsyncEngine, tmp_path: pathlib.Path
+) -> None:
+    """Four ``daybook migrate`` and two ``daybook serve`` processes started at once on a
+    fresh database: every one succeeds (the servers become ready, then stop cleanly) and
+    the schema is at head."""
+    problems = await asyncio.to_thread(_start_together, empty_url, tmp_path, 4, 2)
+    assert problems == []
+    assert await current_revision(engine) == chain()[-1]
+    assert await schema_diff(engine) == []
+
+
+_KILLED_CHILD = """
+import asyncio, signal, sys
+from app.db.engine import create_engine
+from app.db.migrate import upgrade
+from app.logs import configure_logging
+
+configure_logging("json")  # logs to stderr: stdout carries the marker line only
+
+def on_step(revision):
+    if revision == sys.argv[2]:
+        print(revision, flush=True)
+        signal.pause()  # the parent SIGKILLs us here, mid-transaction
+
+async def main():
+    engine = create_engine(sys.argv[1])
+    await upgrade(engine, "head", on_step=on_step)
+
+asyncio.run(main())
+"""
+
+
+def _kill_after_step(url: str, stop: str) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, url, stop],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().decode().strip()  # returns once the step is applied
+        assert line == stop, f"the child ended before step {stop} (exit {child.poll()})"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _stops() -> list[str]:
+    return chain()[chain().index("0004") :]
+
+
+@pytest.mark.parametrize("stop", _stops())
+async def test_upgrade_killed_midway_reruns_to_head(
+    stop: str, engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """An upgrade from 0003 SIGKILLed right after step ``stop`` leaves the database at 0003
+    with its data and nothing of the later revisions; ``daybook migrate`` then reaches head."""
+    await upgrade(engine, "head")
+    await insert_realistic_rows(engine)
+    await downgrade(engine, "0003", confirm=True)
+    before = await snapshot(engine)
+    objects_before = await outside_objects(engine)
+    await engine.dispose()
+
+    await asyncio.to_thread(_kill_after_step, empty_url, stop)
+
+    assert await current_revision(engine) == "0003"
+    assert await snapshot(engine) == before
+    assert await outside_objects(engine) == objects_before
+    if engine.dialect.name == "sqlite":
+        async with engine.connect() as conn:
+            assert (await conn.exec_driver_sql("PRAGMA integrity_check")).all() == [("ok",)]
+
+    rerun = await asyncio.to_thread(
+        subprocess.run,
+        _daybook(empty_url, tmp_path / "data", "migrate"),
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert rerun.returncode == 0, rerun.stderr.decode()
+    assert await current_revision(engine) == chain()[-1]
+    surviving = {t: c for t, c in (await live(engine)).items() if t in before}
+    assert project(await snapshot(engine), surviving) == project(before, surviving)
+    assert await schema_diff(engine) == []
+    await serves_memos(engine, empty_url, tmp_path)
+
+
+async def test_upgrade_failing_between_steps_changes_nothing(engine: AsyncEngine) -> None:
+    """A step that raises (here: injected after 0005 applied) rolls back every step of the
+    run, DDL included; the next run applies them all."""
+    await upgrade(engine, "0003")
+    objects = await outside_objects(engine)
+
+    def fail(revision: str) -> None:
+        if revision == "0005":
+            raise RuntimeError("injected failure")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        await upgrade(engine, "head", on_step=fail)
+    assert await current_revision(engine) == "0003"
+    assert await outside_objects(engine) == objects
+    assert "space_grant" not in await live(engine)
+    await upgrade(engine, "head")
+    assert await current_revision(engine) == chain()[-1]
+    assert await schema_diff(engine) == []
+
+
+def _start_and_wait_for(args: list[str], needle: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert proc.stderr is not None
+    for raw in proc.stderr:  # the log line is the event: the process reached the lock
+        if needle in raw.decode():
+            return proc
+    raise AssertionError(f"the process ended (exit {proc.wait()}) without logging {needle!r}")
+
+
+async def test_a_held_lock_makes_a_migration_wait(
+    engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """While another connection holds the migration lock, ``daybook migrate`` says it is
+    waiting and changes nothing; once the lock is released it migrates."""
+    from app.db.migrate import migration_engine, take_lock
+
+    holder = migration_engine(empty_url)
+    conn = await holder.connect()
+    await conn.run_sync(take_lock)
+    try:
+        proc = await asyncio.to_thread(
+            _start_and_wait_for,
+            _daybook(empty_url, tmp_path / "d", "migrate"),
+            "waiting for the migration lock",
+        )
+        assert proc.poll() is None
+        assert await current_revision(engine) is None
+    finally:
+        await conn.rollback()
+        await conn.close()
+        await holder.dispose()
+    _, err = await asyncio.to_thread(proc.communicate, timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert await current_revision(engine) == chain()[-1]

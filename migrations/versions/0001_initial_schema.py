@@ -17,6 +17,24 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Tables whose rows this downgrade deletes for good (``app.db.migrate`` asks
+# for confirmation before it does).
+destroys = (
+    "access_token",
+    "attachment",
+    "auth_session",
+    "instance_setting",
+    "memo",
+    "memo_event",
+    "memo_relation",
+    "memo_share",
+    "memo_tag",
+    "reaction",
+    "saved_view",
+    "signin_failure",
+    "user_account",
+)
+
 
 def upgrade() -> None:
 

@@ -18,6 +18,10 @@ down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Tables whose rows this downgrade deletes for good (``app.db.migrate`` asks
+# for confirmation before it does).
+destroys = ("space", "space_member", "space_event")
+
 
 def upgrade() -> None:
     op.create_table(

@@ -30,6 +30,10 @@ depends_on = None
 
 log = logging.getLogger("alembic.runtime.migration")
 
+# Rows this downgrade deletes that an upgrade cannot restore (``app.db.migrate``
+# asks for confirmation): vectors come back only as the worker recomputes them.
+destroys = ("memo_embedding",)
+
 SQLITE_UP = [
     "CREATE VIRTUAL TABLE memo_fts USING fts5("
     "content, content='memo', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",

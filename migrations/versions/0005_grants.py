@@ -29,6 +29,11 @@ down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Tables whose rows this downgrade deletes for good (``app.db.migrate`` asks
+# for confirmation before it does); an upgrade re-derives members' default
+# grants only.
+destroys = ("space_grant", "space_group", "space_group_member")
+
 LEVELS = {"READ": 1, "WRITE": 2, "OWNER": 3}
 
 
