@@ -486,6 +486,40 @@ async def schema_diff(engine: AsyncEngine) -> list[Any]:
         return await conn.run_sync(run)
 
 
+# Tables whose ids nothing else ever names (no column, no JSON detail): a
+# round trip may restart them. Every other table with an integer ``id`` must
+# never hand out an id again once a downgrade dropped it.
+IDS_NAMED_BY_NOTHING = {"space_event"}
+
+
+async def high_water(engine: AsyncEngine) -> dict[str, int]:
+    """Per metadata table with an integer ``id``: the highest id it has handed out."""
+
+    def run(conn: Connection) -> dict[str, int]:
+        out: dict[str, int] = {}
+        present = set(sa.inspect(conn).get_table_names())
+        for name, table in schema.metadata.tables.items():
+            if name not in present or "id" not in table.c or len(table.primary_key) != 1:
+                continue
+            top = conn.execute(sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0))).scalar()
+            if conn.dialect.name == "sqlite":
+                seq = conn.execute(
+                    sa.text("SELECT seq FROM sqlite_sequence WHERE name = :t"), {"t": name}
+                ).scalar()
+            else:
+                seq = conn.execute(
+                    sa.text(
+                        "SELECT pg_sequence_last_value(pg_get_serial_sequence(:t, 'id')::regclass)"
+                    ),
+                    {"t": name},
+                ).scalar()
+            out[name] = max(int(top or 0), int(seq or 0))
+        return out
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(run)
+
+
 # --------------------------------------------------------------------------- tests
 
 
@@ -542,6 +576,7 @@ async def test_each_revision_reversible_with_data(
     # first: down to just below it, then back to head. Tables dropped on the
     # way come back empty, so only those never dropped so far are compared.
     surviving = await live(engine)
+    ids_at_head = await high_water(engine)
     for parent, revision in reversed(list(itertools.pairwise(revisions))):
         await downgrade(engine, parent, confirm=True)
         assert await current_revision(engine) == parent
@@ -555,6 +590,13 @@ async def test_each_revision_reversible_with_data(
         assert project(await snapshot(engine), surviving) == project(at_head, surviving)
         assert await outside_objects(engine) == objects, f"after re-applying {revision}"
         assert await schema_diff(engine) == []
+        ids = await high_water(engine)
+        reused = {
+            t: (ids[t], top)
+            for t, top in ids_at_head.items()
+            if t not in IDS_NAMED_BY_NOTHING and ids[t] < top
+        }
+        assert reused == {}, f"after re-applying {revision}, ids would be handed out again"
     await serves_memos(engine, empty_url, tmp_path)
 
 
@@ -875,3 +917,76 @@ async def test_a_held_lock_makes_a_migration_wait(
     _, err = await asyncio.to_thread(proc.communicate, timeout=120)
     assert proc.returncode == 0, err.decode()
     assert await current_revision(engine) == chain()[-1]
+
+
+# --------------------------------------------------------------------------- ids across a round trip
+
+
+async def test_space_round_trip_hands_no_old_memo_to_a_new_space(settings: Settings) -> None:
+    """Rolling 0003 back and forward must not let a new space inherit memos placed in a
+    dropped one: alice's three SPACE memos stay out of reach of bob's new space (before:
+    3 of 3 readable by bob), and the rows themselves are intact."""
+    from tests.conftest import sign_up
+    from tests.spaces.conftest import create_space, own_root, space_memo
+
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        alice = await sign_up(client, "alice")
+        bob = await sign_up(client, "bob", admin=alice)
+        old = await create_space(alice, "Alpha")
+        await own_root(alice, old["name"])
+        names = []
+        for i in range(3):
+            r = await space_memo(alice, old["name"], "share", content=f"alice secret {i}")
+            assert r.status_code == 200, r.text
+            names.append(r.json()["name"])
+        assert (await bob.get("/api/v1/memos")).json()["memos"] == []
+
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            old_id = (await conn.execute(sa.select(sa.func.max(schema.space.c.id)))).scalar()
+        await downgrade(engine, "0002", confirm=True)
+        await upgrade(engine, "head")
+    finally:
+        await engine.dispose()
+
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        r = await client.post(
+            "/api/v1/auth/signin",
+            json={"passwordCredentials": {"username": "bob", "password": "password-1"}},
+        )
+        assert r.status_code == 200, r.text
+        bob_auth = {"Authorization": f"Bearer {r.json()['accessToken']}"}
+        r = await client.post("/api/v1/spaces", json={"title": "Bob's"}, headers=bob_auth)
+        assert r.status_code == 200, r.text
+        new = r.json()["name"]
+        r = await client.post(
+            f"/api/v1/{new}/grants",
+            json={"principal": "users/bob", "path": "", "level": "OWNER"},
+            headers=bob_auth,
+        )
+        assert r.status_code == 200, r.text
+        listed = (await client.get("/api/v1/memos", headers=bob_auth)).json()["memos"]
+        assert [m["content"] for m in listed] == []
+        for name in names:
+            assert (await client.get(f"/api/v1/{name}", headers=bob_auth)).status_code == 404
+
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            new_id = (
+                await conn.execute(
+                    sa.select(schema.space.c.id).where(schema.space.c.uid == new.split("/")[1])
+                )
+            ).scalar_one()
+            kept = (
+                await conn.execute(
+                    sa.select(schema.memo.c.content, schema.memo.c.space_id).where(
+                        schema.memo.c.content.like("alice secret %")
+                    )
+                )
+            ).all()
+    finally:
+        await engine.dispose()
+    assert new_id > old_id
+    assert sorted(kept) == [(f"alice secret {i}", old_id) for i in range(3)]

@@ -338,7 +338,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-
+    # Id high-water marks kept by later downgrades (0003, 0005): at base no row
+    # is left that could name an old id.
+    op.execute("DROP TABLE IF EXISTS daybook_id_floor")
     with op.batch_alter_table("saved_view", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_saved_view_user_id"))
 
