@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from litestar import Litestar, Request, get
@@ -28,6 +29,7 @@ from app.errors import EXCEPTION_HANDLERS
 from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
+from app.instance.secret import instance_secret
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
@@ -92,6 +94,10 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         engine = create_engine(settings.database_url)
         if settings.migrate_on_start:
             await upgrade(engine)
+        # One signing secret per database, so processes with separate data
+        # directories accept each other's page tokens (``secret`` overrides it).
+        secret = settings.secret or await instance_secret(engine, settings.data_dir)
+        app.state.settings = replace(settings, secret=secret)
         app.state.engine = engine
         try:
             yield

@@ -9,7 +9,6 @@ their own settings.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,10 +44,15 @@ class Settings:
         return self.data_dir / "daybook.db"
 
     def resolved(self) -> Settings:
-        """Fill the derived defaults: database URL and the persisted secret."""
+        """Create the data directory and fill the derived default database URL.
+
+        The signing secret is not filled here: it lives in the database
+        (``app.instance.secret``), read when the app starts. ``secret`` set
+        explicitly (tests) overrides it.
+        """
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         url = self.database_url or f"sqlite:///{self.sqlite_path.resolve()}"
-        secret = self.secret or load_or_create_secret(self.data_dir)
-        return replace(self, database_url=url, secret=secret)
+        return replace(self, database_url=url)
 
 
 _ENV: dict[str, tuple[str, type]] = {
@@ -81,19 +85,3 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])
     return Settings(**values)
-
-
-def load_or_create_secret(data_dir: Path) -> str:
-    """Read the instance secret, creating it (mode 0600) on first start.
-
-    The secret signs page tokens and CSRF tokens; it is never logged.
-    """
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / "secret"
-    if path.exists():
-        return path.read_text().strip()
-    value = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(value)
-    return value

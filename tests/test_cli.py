@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import pathlib
 import signal
 import socket
 import sqlite3
-import stat
 import subprocess
 import sys
 import time
@@ -367,10 +367,23 @@ def test_serve_process_health_and_clean_sigterm(
 
     if dialect == "sqlite":
         assert (data / "daybook.db").is_file()
-    secret_file = data / "secret"
-    assert secret_file.is_file()
-    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
-    secret = secret_file.read_text().strip()
-    assert len(secret) >= 32
+    # The signing secret lives in the database (every process reads the same one),
+    # not in the data directory, and never reaches the logs.
+    assert not (data / "secret").exists()
+    secret = asyncio.run(_stored_secret(empty_url if dialect != "sqlite" else data))
+    assert secret is not None and len(secret) >= 32
     logs = out.read_bytes() + err.read_bytes()
     assert secret.encode() not in logs
+
+
+async def _stored_secret(where: str | pathlib.Path) -> str | None:
+    from app.db.engine import create_engine
+    from app.instance.secret import stored_secret
+
+    url = where if isinstance(where, str) else f"sqlite:///{where / 'daybook.db'}"
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await stored_secret(conn)
+    finally:
+        await engine.dispose()

@@ -113,6 +113,9 @@ def migration_engine(url: str | sa.URL) -> AsyncEngine:
     engine = create_async_engine(full, poolclass=NullPool)
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
+        database = engine.url.database
+        if database and database != ":memory:":  # a fresh data directory
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
     return engine
 
 
