@@ -180,6 +180,72 @@ def _is_upgrade(current: str | None, target: str) -> bool:
     return current in {r.revision for r in scripts.iterate_revisions(wanted.revision, "base")}
 
 
+@main.command()
+@_with(_server_options)
+@click.argument("dest", type=click.Path(path_type=Path))
+def backup(data_dir: Path | None, database_url: str | None, dest: Path) -> None:
+    """Copy the database, its attachment files and the secret into the new directory DEST.
+
+    Safe while servers write: the copy is one consistent snapshot (SQLite's
+    backup API; PostgreSQL: pg_dump, which must be on PATH).
+    """
+    from app.backup import postgres
+    from app.backup.run import BackupRefused
+    from app.backup.run import backup as run_backup
+
+    settings = load_settings(data_dir=data_dir, database_url=database_url).resolved()
+    try:
+        manifest = asyncio.run(run_backup(settings, dest))
+    except BackupRefused as exc:
+        raise click.ClickException(str(exc)) from None
+    except postgres.ToolMissing as exc:
+        raise click.ClickException(
+            f"the database was NOT backed up: {exc}. Attachment files and the manifest"
+            f" are in {dest}."
+        ) from None
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(f"backup failed: {exc}") from None
+    where = f"{manifest.files} attachment files"
+    if manifest.missing_files:
+        where += f" ({len(manifest.missing_files)} deleted since the snapshot, not copied)"
+    if manifest.s3_bucket:
+        where += f"; S3 objects stay in bucket {manifest.s3_bucket!r}"
+    click.echo(
+        f"backed up {manifest.dialect} database at revision {manifest.revision}"
+        f" ({manifest.memos} memos) and {where} to {dest}"
+    )
+
+
+@main.command()
+@_with(_server_options)
+@click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--yes", is_flag=True, help="Replace the existing database")
+def restore(data_dir: Path | None, database_url: str | None, src: Path, yes: bool) -> None:
+    """Bring back the backup SRC as this instance's database and attachment files.
+
+    Stop every daybook process first: restore refuses a database in use (or a
+    stale -wal next to it), and replaces an existing one only with --yes.
+    """
+    from app.backup import postgres
+    from app.backup.manifest import BadBackup
+    from app.backup.run import BackupRefused
+    from app.backup.run import restore as run_restore
+    from app.backup.sqlite import RestoreRefused
+
+    settings = load_settings(data_dir=data_dir, database_url=database_url).resolved()
+    try:
+        manifest = asyncio.run(run_restore(settings, src, replace=yes))
+    except (BadBackup, BackupRefused, RestoreRefused, postgres.ToolMissing) as exc:
+        raise click.ClickException(f"{exc}; nothing was changed") from None
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(f"restore failed: {exc}") from None
+    click.echo(
+        f"restored {manifest.dialect} database at revision {manifest.revision}"
+        f" ({manifest.memos} memos, {manifest.files} attachment files) from {src};"
+        " `daybook serve` migrates it to this version's head"
+    )
+
+
 @main.group()
 def user() -> None:
     """User administration."""

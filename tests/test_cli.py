@@ -60,7 +60,9 @@ async def empty_url(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ([], ["serve", "migrate", "user"]),
+        ([], ["serve", "migrate", "user", "backup", "restore"]),
+        (["backup"], ["DEST", "--data", "--database-url"]),
+        (["restore"], ["SRC", "--yes", "--data", "--database-url"]),
         (
             ["serve"],
             ["--port", "--host", "--data", "--database-url", "--public-url", "--no-migrate"],
