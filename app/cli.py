@@ -31,6 +31,22 @@ _server_options: list[Callable[[F], F]] = [
     ),
 ]
 
+_storage_options: list[Callable[[F], F]] = [
+    click.option(
+        "--storage",
+        type=click.Choice(["local", "database", "s3"]),
+        default=None,
+        help="Where new attachments go [env DAYBOOK_STORAGE; default local]; S3 is set by"
+        " DAYBOOK_S3_* variables",
+    ),
+    click.option(
+        "--storage-dir",
+        default=None,
+        help="Directory of local attachments, shared by every process"
+        " [env DAYBOOK_STORAGE_DIR; default DATA/attachments]",
+    ),
+]
+
 
 def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
@@ -73,6 +89,7 @@ def _graceful_server(config: Any) -> Any:
 
 @main.command()
 @_with(_server_options)
+@_with(_storage_options)
 @click.option(
     "--host", default=None, help="Interface to bind [env DAYBOOK_HOST; default 127.0.0.1]"
 )
@@ -86,6 +103,8 @@ def _graceful_server(config: Any) -> Any:
 def serve(
     data_dir: Path | None,
     database_url: str | None,
+    storage: str | None,
+    storage_dir: str | None,
     host: str | None,
     port: int | None,
     public_url: str | None,
@@ -103,6 +122,8 @@ def serve(
         port=port,
         public_url=public_url,
         migrate_on_start=False if no_migrate else None,
+        storage=storage,
+        storage_dir=storage_dir,
     ).resolved()
     config = uvicorn.Config(
         create_app(settings),
@@ -182,8 +203,11 @@ def _is_upgrade(current: str | None, target: str) -> bool:
 
 @main.command()
 @_with(_server_options)
+@_with(_storage_options[1:])
 @click.argument("dest", type=click.Path(path_type=Path))
-def backup(data_dir: Path | None, database_url: str | None, dest: Path) -> None:
+def backup(
+    data_dir: Path | None, database_url: str | None, storage_dir: str | None, dest: Path
+) -> None:
     """Copy the database, its attachment files and the secret into the new directory DEST.
 
     Safe while servers write: the copy is one consistent snapshot (SQLite's
@@ -193,7 +217,9 @@ def backup(data_dir: Path | None, database_url: str | None, dest: Path) -> None:
     from app.backup.run import BackupRefused
     from app.backup.run import backup as run_backup
 
-    settings = load_settings(data_dir=data_dir, database_url=database_url).resolved()
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, storage_dir=storage_dir
+    ).resolved()
     try:
         manifest = asyncio.run(run_backup(settings, dest))
     except BackupRefused as exc:
@@ -218,9 +244,12 @@ def backup(data_dir: Path | None, database_url: str | None, dest: Path) -> None:
 
 @main.command()
 @_with(_server_options)
+@_with(_storage_options[1:])
 @click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--yes", is_flag=True, help="Replace the existing database")
-def restore(data_dir: Path | None, database_url: str | None, src: Path, yes: bool) -> None:
+def restore(
+    data_dir: Path | None, database_url: str | None, storage_dir: str | None, src: Path, yes: bool
+) -> None:
     """Bring back the backup SRC as this instance's database and attachment files.
 
     Stop every daybook process first: restore refuses a database in use (or a
@@ -232,7 +261,9 @@ def restore(data_dir: Path | None, database_url: str | None, src: Path, yes: boo
     from app.backup.run import restore as run_restore
     from app.backup.sqlite import RestoreRefused
 
-    settings = load_settings(data_dir=data_dir, database_url=database_url).resolved()
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, storage_dir=storage_dir
+    ).resolved()
     try:
         manifest = asyncio.run(run_restore(settings, src, replace=yes))
     except (BadBackup, BackupRefused, RestoreRefused, postgres.ToolMissing) as exc:
