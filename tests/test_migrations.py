@@ -831,26 +831,28 @@ def _kill_after_step(url: str, stop: str) -> None:
             child.wait()
 
 
-def _stops() -> list[str]:
-    return chain()[chain().index("0004") :]
+def _kills() -> list[tuple[str, str]]:
+    """(start, stop): from 0001 through the FTS5 trigram table, and from 0003 past each step."""
+    return [("0001", "0002"), *(("0003", stop) for stop in chain()[chain().index("0004") :])]
 
 
-@pytest.mark.parametrize("stop", _stops())
+@pytest.mark.parametrize(("start", "stop"), _kills())
 async def test_upgrade_killed_midway_reruns_to_head(
-    stop: str, engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+    start: str, stop: str, engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
 ) -> None:
-    """An upgrade from 0003 SIGKILLed right after step ``stop`` leaves the database at 0003
-    with its data and nothing of the later revisions; ``daybook migrate`` then reaches head."""
+    """An upgrade from ``start`` SIGKILLed right after step ``stop`` leaves the database at
+    ``start`` with its data and nothing of the later revisions; ``daybook migrate`` then
+    reaches head."""
     await upgrade(engine, "head")
     await insert_realistic_rows(engine)
-    await downgrade(engine, "0003", confirm=True)
+    await downgrade(engine, start, confirm=True)
     before = await snapshot(engine)
     objects_before = await outside_objects(engine)
     await engine.dispose()
 
     await asyncio.to_thread(_kill_after_step, empty_url, stop)
 
-    assert await current_revision(engine) == "0003"
+    assert await current_revision(engine) == start
     assert await snapshot(engine) == before
     assert await outside_objects(engine) == objects_before
     if engine.dialect.name == "sqlite":

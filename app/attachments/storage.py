@@ -139,7 +139,10 @@ async def put(store: AttachmentStore, data: bytes) -> Stored:
 
 async def read(store: AttachmentStore, row: Any) -> bytes | None:
     """The bytes of attachment ``row`` wherever it records them, or None when missing."""
-    kind = StorageType(row.storage_type)
+    try:
+        kind = StorageType(row.storage_type)
+    except ValueError:
+        return None  # a corrupt row names no store: 404, never a guess
     if kind is StorageType.DATABASE or row.storage_key is None:
         blob: bytes | None = row.blob
         return blob
