@@ -240,3 +240,31 @@ def test_incomplete_storage_settings_fail_at_start(tmp_path: pathlib.Path) -> No
         create_app(Settings(data_dir=tmp_path, storage="s3", secret="x"))
     with pytest.raises(ValueError, match="local, database or s3"):
         create_app(Settings(data_dir=tmp_path, storage="ftp", secret="x"))
+
+
+@pytest.mark.parametrize("kind", ["local", "database", "s3"])
+async def test_a_spooled_upload_goes_to_every_store(
+    kind: str, tmp_path: pathlib.Path, s3_endpoint: str
+) -> None:
+    """``put_file``: an upload already spooled to disk (the streamed upload path) lands in
+    each store, reads back, and leaves its spool file for the caller to discard."""
+    from types import SimpleNamespace
+
+    from app.attachments import storage
+
+    base = Settings(data_dir=tmp_path / "data", storage=kind)
+    if kind == "s3":
+        base = s3_settings(base, tmp_path / "data", s3_endpoint, f"spool-{kind}/")
+    store = storage.store_from_settings(base)
+    spool = tmp_path / "spool.bin"
+    spool.write_bytes(PAYLOAD)
+    stored = await storage.put_file(store, spool)
+    assert spool.read_bytes() == PAYLOAD  # still the caller's
+    assert stored.storage_type == kind.upper()
+    row = SimpleNamespace(
+        storage_type=stored.storage_type.value, storage_key=stored.storage_key, blob=stored.blob
+    )
+    assert await storage.read(store, row) == PAYLOAD
+    await storage.remove(store, row.storage_type, row.storage_key)
+    if kind != "database":
+        assert await storage.read(store, row) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -51,6 +52,22 @@ async def put(config: S3Config, data: bytes) -> str:
 
     def run() -> None:
         _client(config).put_object(Bucket=config.bucket, Key=config.prefix + key, Body=data)
+
+    try:
+        await anyio.to_thread.run_sync(run)
+    except (BotoCoreError, ClientError) as exc:
+        raise _unavailable(exc) from None
+    return key
+
+
+async def put_file(config: S3Config, source: Path) -> str:
+    """Stream the file ``source`` to a new object (multipart for large files)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    key = secrets.token_hex(16)
+
+    def run() -> None:
+        _client(config).upload_file(str(source), config.bucket, config.prefix + key)
 
     try:
         await anyio.to_thread.run_sync(run)

@@ -24,6 +24,7 @@ import enum
 import os
 import re
 import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,38 @@ async def put(store: AttachmentStore, data: bytes) -> Stored:
     return Stored(StorageType.LOCAL, key, None)
 
 
+def _adopt(directory: Path, source: Path) -> str:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = secrets.token_hex(16)
+    target = _path(directory, key)
+    try:
+        os.link(source, target)  # same file system: no copy, never over another key
+    except OSError:
+        try:
+            shutil.copyfile(source, target)
+            os.chmod(target, 0o600)
+            with open(target, "rb") as fh:
+                os.fsync(fh.fileno())
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            raise
+    return key
+
+
+async def put_file(store: AttachmentStore, source: Path) -> Stored:
+    """Like ``put`` for an upload already spooled to ``source`` (left for the caller to
+    discard): linked into a directory, streamed to S3, or read into the row."""
+    if store.kind is StorageType.DATABASE:
+        return Stored(StorageType.DATABASE, None, await anyio.Path(source).read_bytes())
+    if store.kind is StorageType.S3:
+        from app.attachments import s3
+
+        return Stored(StorageType.S3, await s3.put_file(_s3(store), source), None)
+    key = await anyio.to_thread.run_sync(_adopt, store.local_dir, source)
+    return Stored(StorageType.LOCAL, key, None)
+
+
 async def read(store: AttachmentStore, row: Any) -> bytes | None:
     """The bytes of attachment ``row`` wherever it records them, or None when missing."""
     try:
@@ -183,6 +216,7 @@ __all__ = [
     "StorageUnavailable",
     "Stored",
     "put",
+    "put_file",
     "read",
     "remove",
     "store_from_settings",
