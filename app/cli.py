@@ -372,5 +372,17 @@ def reindex(data_dir: Path | None, database_url: str | None, model: str | None) 
     click.echo(f"full-text index rebuilt; {asyncio.run(run())} memos embedded")
 
 
+# Moving in and out of Daybook (app.portability): export, import, import-memos-db.
+from app.portability.cli import (  # noqa: E402
+    export_command,
+    import_command,
+    import_memos_db_command,
+)
+
+main.add_command(export_command)
+main.add_command(import_command)
+main.add_command(import_memos_db_command)
+
+
 if __name__ == "__main__":
     main()

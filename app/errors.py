@@ -36,6 +36,7 @@ class DaybookError(Exception):
 
     status = 500
     grpc_code = 13
+    details: list[Any] = []  # noqa: RUF012 (read-only default; set per instance)
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -93,7 +94,7 @@ def _body(status: int, code: int, message: str, details: list[Any] | None = None
 
 
 def daybook_error_handler(_: Request[Any, Any, Any], exc: DaybookError) -> Response[Any]:
-    response = _body(exc.status, exc.grpc_code, exc.message)
+    response = _body(exc.status, exc.grpc_code, exc.message, exc.details)
     if isinstance(exc, Unauthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
     return response

@@ -37,6 +37,7 @@ from app.mcp.server import McpEndpoint
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.routes import MemoController
+from app.portability.routes import PortabilityController
 from app.reactions.routes import ReactionController
 from app.relations.routes import RelationController
 from app.search.routes import SearchController
@@ -116,6 +117,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             openapi_document,
             AuthController,
             UserController,
+            PortabilityController,
             TokenController,
             SearchController,  # before MemoController: /:search is static
             MemoBatchController,  # before MemoController: /:batchCreate is static

@@ -27,6 +27,7 @@ class Settings:
     content_length_limit: int = 8 * 1024  # bytes of Markdown per memo (instance default)
     max_request_body: int = 48 * 1024 * 1024  # above the attachment limit plus base64
     attachment_size_limit: int = 32 * 1024 * 1024
+    import_max_bytes: int = 2 * 1024 * 1024 * 1024  # one Memos export archive, compressed
     session_lifetime: int = 30 * 24 * 3600
     signin_failure_window: int = 15 * 60
     signin_failure_limit: int = 10
@@ -76,6 +77,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "log_format": ("DAYBOOK_LOG_FORMAT", str),
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
+    "import_max_bytes": ("DAYBOOK_IMPORT_MAX_BYTES", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
     "storage": ("DAYBOOK_STORAGE", str),
     "storage_dir": ("DAYBOOK_STORAGE_DIR", str),

@@ -114,6 +114,7 @@ ATTACHMENT_COLUMNS = (
     "size",
     "storage_key",
     "blob",
+    "external_link",
     "created_ts",
 )
 USER_COLUMNS = (
@@ -441,6 +442,7 @@ def _related(
                 "image/jpeg",
                 rng.randint(20_000, 4_000_000),
                 f"bench/{uid}",
+                None,
                 None,
                 created,
             )

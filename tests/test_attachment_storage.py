@@ -265,6 +265,6 @@ async def test_a_spooled_upload_goes_to_every_store(
         storage_type=stored.storage_type.value, storage_key=stored.storage_key, blob=stored.blob
     )
     assert await storage.read(store, row) == PAYLOAD
-    await storage.remove(store, row.storage_type, row.storage_key)
+    await storage.discard(store, row.storage_type, row.storage_key)
     if kind != "database":
         assert await storage.read(store, row) is None

@@ -1005,10 +1005,10 @@ async def test_space_round_trip_hands_no_old_memo_to_a_new_space(settings: Setti
     assert sorted(kept) == [(f"alice secret {i}", old_id) for i in range(3)]
 
 
-async def test_downgrade_below_0008_refuses_while_attachments_are_in_s3(
+async def test_downgrade_below_0009_refuses_while_attachments_are_in_s3(
     engine: AsyncEngine,
 ) -> None:
-    """Revision 0007 would take an S3 key for a local file: the downgrade refuses, changes
+    """Revision 0008 would take an S3 key for a local file: the downgrade refuses, changes
     nothing, and goes ahead once no attachment is in S3."""
     await upgrade(engine, "head")
     async with engine.begin() as conn:
@@ -1025,9 +1025,9 @@ async def test_downgrade_below_0008_refuses_while_attachments_are_in_s3(
             )
         )
     with pytest.raises(RuntimeError, match="1 attachments are stored in S3"):
-        await downgrade(engine, "0007", confirm=True)
+        await downgrade(engine, "0008", confirm=True)
     assert await current_revision(engine) == chain()[-1]
     async with engine.begin() as conn:
         await conn.execute(schema.attachment.delete())
-    await downgrade(engine, "0007", confirm=True)
-    assert await current_revision(engine) == "0007"
+    await downgrade(engine, "0008", confirm=True)
+    assert await current_revision(engine) == "0008"

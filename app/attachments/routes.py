@@ -210,7 +210,7 @@ class AttachmentController(Controller):
         # The bytes go after the response, i.e. after the transaction committed:
         # a rolled-back delete never loses the bytes of a row that still exists.
         store = storage.store_from_settings(settings)
-        return Response({}, background=BackgroundTask(storage.remove, store, kind, key))
+        return Response({}, background=BackgroundTask(storage.discard, store, kind, key))
 
 
 class MemoAttachmentController(Controller):

@@ -153,7 +153,7 @@ async def create_attachment(
             )
         ).scalar_one()
     except BaseException:
-        await storage.remove(store, stored.storage_type, stored.storage_key)
+        await storage.discard(store, stored.storage_type, stored.storage_key)
         raise
     return (await conn.execute(sa.select(attachment).where(attachment.c.id == new_id))).one()
 

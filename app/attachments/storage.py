@@ -41,6 +41,7 @@ class StorageType(enum.StrEnum):
     DATABASE = "DATABASE"
     LOCAL = "LOCAL"
     S3 = "S3"
+    EXTERNAL = "EXTERNAL"  # a link only (``attachment.external_link``): no bytes here
 
 
 class StorageUnavailable(DaybookError):
@@ -176,6 +177,8 @@ async def read(store: AttachmentStore, row: Any) -> bytes | None:
         kind = StorageType(row.storage_type)
     except ValueError:
         return None  # a corrupt row names no store: 404, never a guess
+    if kind is StorageType.EXTERNAL:
+        return None
     if kind is StorageType.DATABASE or row.storage_key is None:
         blob: bytes | None = row.blob
         return blob
@@ -189,7 +192,7 @@ async def read(store: AttachmentStore, row: Any) -> bytes | None:
         return None
 
 
-async def remove(store: AttachmentStore, storage_type: str, key: str | None) -> None:
+async def discard(store: AttachmentStore, storage_type: str, key: str | None) -> None:
     """Delete stored bytes if there are any (missing is fine; DATABASE bytes go with the row)."""
     if key is None or not KEY_RE.fullmatch(key):
         return
@@ -201,6 +204,28 @@ async def remove(store: AttachmentStore, storage_type: str, key: str | None) -> 
     if storage_type == StorageType.LOCAL:
         with contextlib.suppress(FileNotFoundError):
             await anyio.Path(_path(store.local_dir, key)).unlink()
+
+
+# The default local directory, for callers that predate the configurable store
+# (``app.portability``): they read and write ``<data>/attachments`` only.
+
+
+async def write_bytes(data_dir: Path, data: bytes) -> str:
+    """Store ``data`` in ``<data>/attachments`` under a fresh key (LOCAL)."""
+    return await anyio.to_thread.run_sync(_write, data_dir / "attachments", data)
+
+
+async def read_bytes(data_dir: Path, key: str) -> bytes | None:
+    try:
+        return await anyio.Path(_path(data_dir / "attachments", key)).read_bytes()
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+async def remove(data_dir: Path, key: str | None) -> None:
+    if key is not None and KEY_RE.fullmatch(key):
+        with contextlib.suppress(FileNotFoundError):
+            await anyio.Path(_path(data_dir / "attachments", key)).unlink()
 
 
 def _s3(store: AttachmentStore) -> S3Config:
@@ -215,9 +240,12 @@ __all__ = [
     "StorageType",
     "StorageUnavailable",
     "Stored",
+    "discard",
     "put",
     "put_file",
     "read",
+    "read_bytes",
     "remove",
     "store_from_settings",
+    "write_bytes",
 ]

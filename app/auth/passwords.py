@@ -1,10 +1,26 @@
-"""Password hashing with argon2id, off the event loop."""
+"""Password hashing with argon2id, off the event loop; bcrypt verified for imported users.
+
+Users carried over from Memos (``daybook import-memos-db``) keep the bcrypt
+hash Memos stored (``$2a$``/``$2b$``/``$2y$``, Go's ``x/crypto/bcrypt``), so
+they sign in with the password they had; the first successful sign-in
+replaces it with an argon2id hash (:func:`needs_rehash`). bcrypt only ever
+reads the first 72 bytes of a password, as Go's implementation did when the
+hash was made, so the same prefix is compared here. A hash the importer could
+not carry is stored as :data:`RESET_REQUIRED`, which no password matches: an
+admin sets a new password for that user.
+"""
 
 from __future__ import annotations
 
 import anyio.to_thread
+import bcrypt
 from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
+
+BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
+BCRYPT_MAX_BYTES = 72
+# Never a valid hash of any scheme: verification always fails, the user must be reset.
+RESET_REQUIRED = "!reset-required"
 
 
 def make_hasher(kind: str) -> PasswordHasher:
@@ -18,8 +34,26 @@ async def hash_password(hasher: PasswordHasher, password: str) -> str:
     return await anyio.to_thread.run_sync(hasher.hash, password)
 
 
+def is_bcrypt(stored: str) -> bool:
+    return stored.startswith(BCRYPT_PREFIXES)
+
+
+def needs_rehash(stored: str) -> bool:
+    """Whether a hash that just verified should be replaced by an argon2id one."""
+    return is_bcrypt(stored)
+
+
+def _check_bcrypt(stored: str, password: str) -> bool:
+    try:
+        return bcrypt.checkpw(password.encode("utf-8")[:BCRYPT_MAX_BYTES], stored.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        return False
+
+
 async def verify_password(hasher: PasswordHasher, stored: str, password: str) -> bool:
     def check() -> bool:
+        if is_bcrypt(stored):
+            return _check_bcrypt(stored, password)
         try:
             return hasher.verify(stored, password)
         except (VerificationError, InvalidHashError):

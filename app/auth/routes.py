@@ -15,7 +15,7 @@ from app.access.caller import Caller
 from app.api.responses import errors
 from app.api.structs import In, Out, rfc3339
 from app.auth.middleware import SESSION_COOKIE
-from app.auth.passwords import verify_dummy, verify_password
+from app.auth.passwords import hash_password, needs_rehash, verify_dummy, verify_password
 from app.auth.secrets import SESSION_PREFIX, digest, new_secret
 from app.db.schema import auth_session, signin_failure, user_account
 from app.deps import requires_user
@@ -114,6 +114,12 @@ class AuthController(Controller):
         if not ok or row is None or row.state != "NORMAL":
             await _record_failure(state.engine, creds.username, remote, now)
             raise Unauthenticated("incorrect username or password, or the user is deactivated")
+        if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
+            await db.execute(
+                user_account.update()
+                .where(user_account.c.id == row.id)
+                .values(password_hash=await hash_password(state.hasher, creds.password))
+            )
         token = new_secret(SESSION_PREFIX)
         csrf = secrets.token_urlsafe(24)
         expires = now + settings.session_lifetime

@@ -298,6 +298,9 @@ attachment = sa.Table(
     # Server-chosen storage key (a file name or an object key); never client input.
     sa.Column("storage_key", sa.String(128), nullable=True),
     sa.Column("blob", sa.LargeBinary, nullable=True),
+    # An external attachment (a link, Memos' EXTERNAL storage) has no bytes:
+    # neither a storage key nor a blob, only this http(s) URL (migration 0008).
+    sa.Column("external_link", sa.Text, nullable=True),
     sa.Column("created_ts", Timestamp, nullable=False),
     # Where the bytes are (app.attachments.storage.StorageType), per row as in Memos.
     sa.Column("storage_type", sa.String(16), nullable=False, server_default="LOCAL"),

@@ -1,15 +1,16 @@
-"""Where each attachment's bytes are: DATABASE, LOCAL (a directory) or S3 (a bucket).
+"""Where each attachment's bytes are: DATABASE, LOCAL (a directory), S3 (a bucket), or
+EXTERNAL (a link only).
 
 As in Memos, every attachment records its own storage type, so changing the
 instance's storage setting affects new uploads only and older attachments
-stay readable. Rows so far were LOCAL when they name a ``storage_key`` and
-DATABASE (``blob``) otherwise.
+stay readable. Rows so far were LOCAL when they name a ``storage_key``,
+DATABASE when they hold a ``blob``, and EXTERNAL (``external_link``) otherwise.
 
 Downgrading is refused while any attachment lives in S3: the older schema
 would take its key for a local file and lose track of the object.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0007"
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -30,7 +31,13 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("storage_type", sa.String(16), server_default="LOCAL", nullable=False)
         )
-    op.execute("UPDATE attachment SET storage_type = 'DATABASE' WHERE storage_key IS NULL")
+    op.execute(
+        "UPDATE attachment SET storage_type = 'DATABASE'"
+        " WHERE storage_key IS NULL AND blob IS NOT NULL"
+    )
+    op.execute(
+        "UPDATE attachment SET storage_type = 'EXTERNAL' WHERE storage_key IS NULL AND blob IS NULL"
+    )
 
 
 def downgrade() -> None:
@@ -41,7 +48,7 @@ def downgrade() -> None:
     )
     if in_s3:
         raise RuntimeError(
-            f"{in_s3} attachments are stored in S3, which revision 0007 cannot read:"
+            f"{in_s3} attachments are stored in S3, which revision 0008 cannot read:"
             " delete them or move them to local storage before downgrading"
         )
     with op.batch_alter_table("attachment") as batch:
