@@ -17,6 +17,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.api.json_depth import JsonDepthMiddleware
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
@@ -36,6 +37,7 @@ from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
+from app.memos.parse_pool import warm_pool
 from app.memos.routes import MemoController
 from app.portability.routes import PortabilityController
 from app.reactions.routes import ReactionController
@@ -146,9 +148,15 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             "settings": Provide(provide_settings, sync_to_thread=False),
             "access": Provide(provide_access),
         },
-        middleware=[request_logging_middleware, auth],
+        middleware=[
+            request_logging_middleware,
+            # Before anything decodes a body (auth included): see app.api.json_depth.
+            DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
+            auth,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
+            warm_pool,
             database,
             search_lifespan(settings.embedding_model, settings.embed_worker),
             mcp.lifespan,

@@ -205,6 +205,9 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
         )
         for position, tag in enumerate(("book", "book/fiction")):
             await insert(s.memo_tag, memo_id=public, tag=tag, position=position)
+        await insert(
+            s.memo_html, memo_id=public, renderer=1, content_hash="0" * 64, html="<p>hi</p>\n"
+        )
         await insert(s.memo_relation, memo_id=private, related_memo_id=public, type="REFERENCE")
         await insert(s.memo_relation, memo_id=comment, related_memo_id=public, type="COMMENT")
         await insert(s.reaction, memo_id=public, creator_id=bob, reaction_type="👍", created_ts=now)
@@ -1005,10 +1008,10 @@ async def test_space_round_trip_hands_no_old_memo_to_a_new_space(settings: Setti
     assert sorted(kept) == [(f"alice secret {i}", old_id) for i in range(3)]
 
 
-async def test_downgrade_below_0009_refuses_while_attachments_are_in_s3(
+async def test_downgrade_below_0010_refuses_while_attachments_are_in_s3(
     engine: AsyncEngine,
 ) -> None:
-    """Revision 0008 would take an S3 key for a local file: the downgrade refuses, changes
+    """Revision 0009 would take an S3 key for a local file: the downgrade refuses, changes
     nothing, and goes ahead once no attachment is in S3."""
     await upgrade(engine, "head")
     async with engine.begin() as conn:
@@ -1025,9 +1028,9 @@ async def test_downgrade_below_0009_refuses_while_attachments_are_in_s3(
             )
         )
     with pytest.raises(RuntimeError, match="1 attachments are stored in S3"):
-        await downgrade(engine, "0008", confirm=True)
+        await downgrade(engine, "0009", confirm=True)
     assert await current_revision(engine) == chain()[-1]
     async with engine.begin() as conn:
         await conn.execute(schema.attachment.delete())
-    await downgrade(engine, "0008", confirm=True)
-    assert await current_revision(engine) == "0008"
+    await downgrade(engine, "0009", confirm=True)
+    assert await current_revision(engine) == "0009"

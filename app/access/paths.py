@@ -13,7 +13,7 @@ import re
 
 from app.errors import InvalidArgument
 
-LABEL_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+LABEL_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")  # always with fullmatch
 MAX_LABELS = 32
 HOME = "home"
 
@@ -41,7 +41,7 @@ def parse_tree_path(raw: str, user_id: int, *, field: str = "tree") -> str:
     if len(labels) > MAX_LABELS:
         raise InvalidArgument(f"{field}: more than {MAX_LABELS} labels")
     for label in labels:
-        if not LABEL_RE.match(label):
+        if not LABEL_RE.fullmatch(label):
             shown = label if len(label) <= 70 else label[:67] + "..."
             raise InvalidArgument(
                 f"{field}: label {shown!r} must be 1-64 letters, digits, '_' or '-' "

@@ -40,6 +40,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from app.access.caller import Caller
 from app.access.clamp import Grant, clamp, normalise
 from app.access.paths import LABEL_RE, MAX_LABELS, covers
+from app.db.schema import memo as memo_table
 from app.db.schema import space, space_grant, space_group, space_group_member, space_member
 
 READ, WRITE, OWNER = 1, 2, 3
@@ -95,7 +96,7 @@ def _canonical(path: str) -> bool:
     if path == "":
         return True
     labels = path.split(".")
-    return len(labels) <= MAX_LABELS and all(LABEL_RE.match(label) for label in labels)
+    return len(labels) <= MAX_LABELS and all(LABEL_RE.fullmatch(label) for label in labels)
 
 
 def key_ceilings(restriction: dict[str, Any]) -> tuple[Ceiling, ...]:
@@ -163,11 +164,35 @@ def _covers_range(element: path_covers_, compiler: SQLCompiler, **kw: Any) -> st
     return compiler.process(rendered.self_group(), **kw)
 
 
+# A canonical path (app.access.paths) in PostgreSQL's regex dialect, where
+# ``\Z`` is the end of the string. A stored value that is not one (a grant
+# written by an older version that accepted "x\n") must cover nothing rather
+# than make ``text2ltree`` raise in every read that meets it.
+_CANONICAL_PG = r"^([A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,31})?\Z"
+
+
+def _ltree(expr: ColumnElement[Any], compiler: SQLCompiler, **kw: Any) -> str:
+    """``text2ltree`` that fails closed: NULL (covers nothing) for a non-canonical path.
+
+    ``memo.tree`` is cast as is: the GiST index on ``text2ltree(tree)``
+    (migration 0005) has already refused any stored value it could not cast,
+    and the plain cast is what lets that index serve coverage.
+    """
+    rendered = compiler.process(expr, **kw)
+    table = getattr(expr, "table", None)
+    while isinstance(table, sa.Alias):  # memo.alias(): the same column, the same index
+        table = table.element
+    if getattr(expr, "name", None) == "tree" and table is memo_table:
+        return f"text2ltree({rendered})"
+    pattern = _CANONICAL_PG.replace("'", "''")
+    return f"text2ltree(CASE WHEN {rendered} ~ '{pattern}' THEN {rendered} END)"
+
+
 @compiles(path_covers_, "postgresql")
 def _covers_ltree(element: path_covers_, compiler: SQLCompiler, **kw: Any) -> str:
     prefix, path = list(element.clauses)
-    inner, outer = compiler.process(path, **kw), compiler.process(prefix, **kw)
-    return f"(text2ltree({inner}) <@ text2ltree({outer}))"
+    inner, outer = _ltree(path, compiler, **kw), _ltree(prefix, compiler, **kw)
+    return f"({inner} <@ {outer})"
 
 
 def path_covers(prefix: ColumnElement[Any], path: ColumnElement[Any]) -> ColumnElement[bool]:

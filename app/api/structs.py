@@ -17,8 +17,11 @@ import msgspec
 
 from app.errors import InvalidArgument
 
-UID_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,34}[a-zA-Z0-9])?$")
-USERNAME_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9_.-]{0,30}[a-zA-Z0-9])?$")
+# Identifiers are checked with ``fullmatch``, and the patterns end in ``\Z`` as
+# well, so that a caller using ``match`` still cannot accept "abc\n" (``$``
+# matches before a trailing newline).
+UID_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,34}[a-zA-Z0-9])?\Z")
+USERNAME_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9_.-]{0,30}[a-zA-Z0-9])?\Z")
 
 
 class Out(msgspec.Struct, rename="camel", omit_defaults=False):
@@ -40,12 +43,18 @@ class In(msgspec.Struct, rename="camel", forbid_unknown_fields=False):
 
 
 def _has_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_has_nul(v) for v in value)
+    """Whether any string in ``value`` holds a NUL; iterative, so no depth can exhaust the stack."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return False
 
 
@@ -80,7 +89,7 @@ def resource_id(name: str, collection: str, *, field: str = "name") -> str:
 
 
 def valid_uid(uid: str, field: str = "memoId") -> str:
-    if not UID_RE.match(uid):
+    if not UID_RE.fullmatch(uid):
         raise InvalidArgument(
             f"{field}: {uid!r} is not a valid id (1-36 letters, digits or '-', "
             "not starting or ending with '-')"

@@ -21,7 +21,7 @@ from urllib.parse import quote
 from app.errors import InvalidArgument
 
 MAX_FILENAME = 255
-MIME_RE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$")
+MIME_RE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\Z")
 INLINE_TYPES = frozenset(
     {
         "image/png",
@@ -51,7 +51,7 @@ def mime_type(declared: str, filename: str) -> str:
     if not value:
         guessed, _ = mimetypes.guess_type(filename, strict=False)
         return guessed or "application/octet-stream"
-    if not MIME_RE.match(value):
+    if not MIME_RE.fullmatch(value):
         raise InvalidArgument(f"type: {declared[:80]!r} is not a MIME type (type/subtype)")
     return value
 

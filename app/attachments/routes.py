@@ -14,6 +14,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.bounds import Name, Title
 from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import In, Out
@@ -40,13 +41,16 @@ from app.memos.schemas import AttachmentRef
 from app.settings import Settings
 
 AttachmentName = Annotated[str, Parameter(description="attachments/{id} or {id}", max_length=64)]
+MAX_MEMO_ATTACHMENTS = 1000  # bound to one memo per call
 
 
 class AttachmentIn(In):
-    filename: str = ""
-    type: str = ""
-    content: str = ""  # base64, as protobuf's JSON mapping of bytes
-    memo: str = ""
+    filename: Title = ""
+    type: Title = ""
+    # base64, as protobuf's JSON mapping of bytes; bounded by the instance's
+    # attachment size limit, checked before decoding (_decode_base64).
+    content: str = ""
+    memo: Name = ""
     name: Any = msgspec.UNSET  # output-only, ignored
     external_link: Any = msgspec.UNSET  # not supported: ignored
 
@@ -61,11 +65,13 @@ class ListAttachmentsResponse(Out):
 
 
 class NameIn(In):
-    name: str = ""
+    name: Name = ""
 
 
 class SetMemoAttachmentsRequest(In):
-    attachments: list[NameIn] = msgspec.field(default_factory=list)
+    attachments: Annotated[list[NameIn], msgspec.Meta(max_length=MAX_MEMO_ATTACHMENTS)] = (
+        msgspec.field(default_factory=list)
+    )
 
 
 def _decode_base64(text: str, limit: int) -> bytes:

@@ -34,7 +34,7 @@ import anyio
 from app.errors import DaybookError
 from app.settings import Settings
 
-KEY_RE = re.compile(r"[0-9a-f]{32}")
+KEY_RE = re.compile(r"[0-9a-f]{32}\Z")  # always with fullmatch
 
 
 class StorageType(enum.StrEnum):

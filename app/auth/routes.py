@@ -12,6 +12,7 @@ from litestar.datastructures import Cookie, State
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.bounds import Name, Password
 from app.api.responses import errors
 from app.api.structs import In, Out, rfc3339
 from app.auth.middleware import SESSION_COOKIE
@@ -25,8 +26,8 @@ from app.users.schemas import User, user_out
 
 
 class PasswordCredentials(In):
-    username: str = ""
-    password: str = ""
+    username: Name = ""
+    password: Password = ""
 
 
 class SignInRequest(In):

@@ -262,6 +262,25 @@ memo_tag = sa.Table(
     sa.Index("ix_memo_tag_tag", "tag", "memo_id"),
 )
 
+# A memo's rendered HTML (app.memos.html_cache), written in the transaction
+# that writes its content, so ``?view=html`` never parses on a read. Valid only
+# while ``content_hash`` is the hash of the memo's content and ``renderer`` is
+# the running renderer's version; anything else is re-rendered (migration 0009).
+memo_html = sa.Table(
+    "memo_html",
+    metadata,
+    sa.Column(
+        "memo_id",
+        sa.Integer,
+        sa.ForeignKey("memo.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    sa.Column("renderer", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),
+    sa.Column("html", sa.Text, nullable=False),
+)
+
 memo_relation = sa.Table(
     "memo_relation",
     metadata,

@@ -233,7 +233,13 @@ class Renderer:
         return _OPS[pred.op](self._int(pred.left), self._int(pred.right))  # type: ignore[no-any-return]
 
     def _IntIn(self, pred: ir.IntIn) -> ColumnElement[bool]:
-        return self._int(pred.term).in_(pred.values)
+        # Each value bound as int8: bound with the column's own type (int4 on
+        # PostgreSQL for ids and char_length) a literal past 2**31 - 1 would
+        # not even reach the comparison. int4 = int8 is still an index probe.
+        values = sa.bindparam(
+            pred.term.field, list(pred.values), type_=sa.BigInteger, expanding=True, unique=True
+        )
+        return self._int(pred.term).in_(values)
 
     def _TsCompare(self, pred: ir.TsCompare) -> ColumnElement[bool]:
         column = self.columns[pred.field]

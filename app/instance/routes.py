@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app import __version__
 from app.access.audience import AccessMode
 from app.access.caller import Caller
+from app.api.bounds import Enum
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.deps import management_plane, requires_user
@@ -38,7 +39,7 @@ class AccessSetting(Out):
 
 
 class AccessSettingIn(In):
-    access_mode: str | msgspec.UnsetType = msgspec.UNSET
+    access_mode: Enum | msgspec.UnsetType = msgspec.UNSET
     disallow_public_visibility: bool | msgspec.UnsetType = msgspec.UNSET
     allow_registration: bool | msgspec.UnsetType = msgspec.UNSET
     content_length_limit: int | msgspec.UnsetType = msgspec.UNSET

@@ -37,6 +37,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.api.bounds import Name
 from app.api.structs import In, Out, resource_id
 from app.db.schema import memo
 from app.errors import AlreadyExists, DaybookError, InvalidArgument, NotFound
@@ -67,7 +68,7 @@ __all__ = [
 class BatchMemoIn(MemoIn):
     """A create body plus its optional client id (``memoId``, or ``name: memos/{id}``)."""
 
-    memo_id: str | msgspec.UnsetType = msgspec.UNSET
+    memo_id: Name | msgspec.UnsetType = msgspec.UNSET
 
 
 class BatchCreateMemosRequest(In):

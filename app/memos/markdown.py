@@ -7,6 +7,7 @@ on every write, so filters on them are index lookups rather than parses.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,6 +20,15 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 # script, digits, '_', '-' and '/' for hierarchy.
 TAG_RE = re.compile(r"(?<![\w#/&])#([^\W][\w\-/]*)")
 SNIPPET_LENGTH = 100
+
+# Bounds on derived tags (docs/decisions/0015-input-bounds.md). Tags are an
+# index of the content, not the content: an occurrence past a bound is left
+# as text (not a tag) rather than refusing the memo, so notes imported from
+# Memos always save. Without them an 8 KiB "#a/a/a/..." derived 16.8 M
+# characters of ancestors, and PostgreSQL refused tags over 256 characters.
+MAX_TAG_LENGTH = 128  # characters of one tag (its ancestors are shorter)
+MAX_TAG_DEPTH = 16  # levels: "a/b/c" has 3
+MAX_TAGS = 256  # tags stored per memo, ancestors included, in order of first appearance
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +50,32 @@ def _parser() -> MarkdownIt:
     return md
 
 
+def tag_levels(raw: str) -> list[str] | None:
+    """The levels of one ``#tag`` occurrence (text after the ``#``), or None if it is no tag.
+
+    Empty levels are dropped (``a//b`` is ``a/b``); an occurrence longer than
+    :data:`MAX_TAG_LENGTH` or deeper than :data:`MAX_TAG_DEPTH` is not a tag.
+    """
+    if len(raw) > 2 * MAX_TAG_LENGTH + 1:  # cheap: no split of an 8 KiB run
+        return None
+    levels = [p for p in raw.split("/") if p]
+    if not levels or len(levels) > MAX_TAG_DEPTH or len("/".join(levels)) > MAX_TAG_LENGTH:
+        return None
+    return levels
+
+
 def with_ancestors(tags: list[str]) -> tuple[str, ...]:
-    """``["book/fiction"]`` → ``("book", "book/fiction")``, de-duplicated in order."""
+    """``["book/fiction"]`` → ``("book", "book/fiction")``, de-duplicated in order.
+
+    At most :data:`MAX_TAGS` are kept (the first, in order of appearance).
+    """
     seen: dict[str, None] = {}
     for tag in tags:
-        parts = [p for p in tag.split("/") if p]
-        for i in range(1, len(parts) + 1):
-            seen.setdefault("/".join(parts[:i]), None)
+        levels = tag_levels(tag) or []
+        for i in range(1, len(levels) + 1):
+            seen.setdefault("/".join(levels[:i]), None)
+            if len(seen) == MAX_TAGS:
+                return tuple(seen)
     return tuple(seen)
 
 
@@ -72,8 +101,12 @@ def _walk_inline(children: list[Token], found: list[str], text_out: list[str]) -
 
 
 def derive(content: str) -> MemoProperties:
-    """Derive the stored properties of ``content``."""
-    tokens = _parser().parse(content)
+    """Derive the stored properties of ``content`` (on the calling thread: see app.memos.parse)."""
+    return derive_tokens(_parser().parse(content))
+
+
+def derive_tokens(tokens: Sequence[Token]) -> MemoProperties:
+    """The stored properties from a parse of the memo's Markdown."""
     has_link = has_code = has_tasks = has_open_tasks = False
     title = ""
     raw_tags: list[str] = []

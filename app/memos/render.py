@@ -10,14 +10,16 @@ a ``<button class="remote-image" data-src=...>`` that the client swaps for an
 in document order) so a click can toggle the matching ``- [ ]`` in the source;
 the client labels them (its strings live in one catalogue, not here).
 
-Rendering is opt-in (``?view=html`` on list and get), so API clients never pay
-for it.
+Rendering is opt-in for readers (``?view=html`` on list and get). It happens
+once per content, in the same parse that derives the stored properties, off
+the event loop (app.memos.parse), and is cached beside the memo
+(app.memos.html_cache).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,7 +31,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.tasklists import tasklists_plugin
 
-from app.memos.markdown import TAG_RE
+from app.memos.markdown import TAG_RE, tag_levels
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 LINK_REL = "noopener noreferrer nofollow"
@@ -124,6 +126,8 @@ class _SafeRenderer(RendererHTML):
             return escapeHtml(text)
         out, last = [], 0
         for m in TAG_RE.finditer(text):
+            if tag_levels(m.group(1)) is None:
+                continue  # not a tag (too long or too deep): stays text, as in derive()
             out.append(escapeHtml(text[last : m.start()]))
             tag = m.group(1).rstrip("/")
             out.append(f'<span class="tag" data-tag="{escapeHtml(tag)}">#{escapeHtml(tag)}</span>')
@@ -157,8 +161,13 @@ def _strip_styles(state: Any) -> None:
             token.attrSet("class", f"align-{align}")
 
 
+# Bumped whenever the HTML for a given content changes: cached renderings of
+# another version are ignored (app.memos.html_cache).
+RENDERER_VERSION = 1
+
+
 @lru_cache(maxsize=1)
-def _parser() -> MarkdownIt:
+def parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"linkify": True, "html": False}, renderer_cls=_SafeRenderer)
     md.enable(["table", "strikethrough", "linkify"])
     md.use(tasklists_plugin)
@@ -167,11 +176,8 @@ def _parser() -> MarkdownIt:
 
 
 def render_html(content: str) -> str:
-    """Safe HTML for ``content`` (see the module docstring for the guarantees)."""
-    return str(_parser().render(content, {}))
+    """Safe HTML for ``content`` (see the module docstring for the guarantees).
 
-
-def attach_html(memos: Iterable[Any]) -> None:
-    """Fill ``content_html`` on presented memos (the ``view=html`` opt-in)."""
-    for memo in memos:
-        memo.content_html = render_html(memo.content)
+    On the calling thread: request paths go through app.memos.parse_pool.
+    """
+    return str(parser().render(content, {}))

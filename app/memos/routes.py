@@ -18,10 +18,10 @@ from app.deps import requires_user
 from app.errors import InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos import schemas
+from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
-from app.memos.render import attach_html
 from app.memos.service import (
     WriteContext,
     create_memo,
@@ -83,7 +83,7 @@ class MemoController(Controller):
         rows, token = await list_memos(db, query, settings.secret)
         memos = await present(db, rows, caller, access.access_mode)
         if view == "html":
-            attach_html(memos)
+            await attach_html(db, memos, rows)
         return schemas.ListMemosResponse(memos=memos, next_page_token=token)
 
     @post(
@@ -118,7 +118,7 @@ class MemoController(Controller):
         row = await load_for_read(db, uid, caller, access.access_mode)
         out = await present_one(db, row, caller, access.access_mode)
         if view == "html":
-            attach_html([out])
+            await attach_html(db, [out], [row])
         return Response(out, headers={"ETag": out.etag})
 
     @patch(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+from app.api.bounds import Content, Enum, Name, PathText, Placeholder, Timestamp
 from app.api.structs import In, Out
 
 
@@ -24,7 +25,7 @@ class Location(Out):
 
 
 class LocationIn(In):
-    placeholder: str = ""
+    placeholder: Placeholder = ""
     latitude: float = 0.0
     longitude: float = 0.0
 
@@ -73,7 +74,16 @@ class Memo(Out):
     display_time: str
     content: str
     visibility: str
-    tags: list[str]
+    tags: Annotated[
+        list[str],
+        msgspec.Meta(
+            description=(
+                "Derived from #tag occurrences outside code and links, ancestors included, "
+                "in order of first appearance; at most 256, each at most 128 characters and "
+                "16 levels (a longer or deeper occurrence is text, not a tag)."
+            )
+        ),
+    ]
     pinned: bool
     attachments: list[AttachmentRef]
     relations: list[Relation]
@@ -93,16 +103,16 @@ class Memo(Out):
 class MemoIn(In):
     """Create and update body. Output-only fields sent back are ignored."""
 
-    content: str | msgspec.UnsetType = msgspec.UNSET
-    visibility: str | msgspec.UnsetType = msgspec.UNSET
-    state: str | msgspec.UnsetType = msgspec.UNSET
+    content: Content | msgspec.UnsetType = msgspec.UNSET
+    visibility: Enum | msgspec.UnsetType = msgspec.UNSET
+    state: Enum | msgspec.UnsetType = msgspec.UNSET
     pinned: bool | msgspec.UnsetType = msgspec.UNSET
-    create_time: str | msgspec.UnsetType = msgspec.UNSET
-    update_time: str | msgspec.UnsetType = msgspec.UNSET
-    display_time: str | msgspec.UnsetType = msgspec.UNSET
+    create_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
+    update_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
+    display_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
     location: LocationIn | msgspec.UnsetType | None = msgspec.UNSET
-    space: str | msgspec.UnsetType = msgspec.UNSET
-    tree: str | msgspec.UnsetType = msgspec.UNSET
+    space: Name | msgspec.UnsetType = msgspec.UNSET
+    tree: PathText | msgspec.UnsetType = msgspec.UNSET
     # Output-only fields: accepted and ignored (Memos clients send them back).
     name: Any = msgspec.UNSET
     creator: Any = msgspec.UNSET

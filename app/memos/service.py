@@ -32,7 +32,8 @@ from app.errors import (
     Unauthenticated,
 )
 from app.instance.store import AccessSettings
-from app.memos.markdown import derive
+from app.memos.html_cache import store_html
+from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared
 from app.memos.schemas import MemoIn
 
@@ -75,12 +76,13 @@ class WriteContext:
     now: int
 
 
-def _content_columns(content: str, limit: int) -> dict[str, Any]:
+async def _content_columns(content: str, limit: int) -> dict[str, Any]:
     if len(content.encode()) > limit:
         raise InvalidArgument(
             f"content: {len(content.encode())} bytes exceeds the limit of {limit}"
         )
-    props = derive(content)
+    parsed = await parse_memo(content)  # off the event loop, bounded in time
+    props = parsed.props
     return {
         "content": content,
         "title": props.title,
@@ -90,6 +92,7 @@ def _content_columns(content: str, limit: int) -> dict[str, Any]:
         "has_code": props.has_code,
         "has_incomplete_tasks": props.has_incomplete_tasks,
         "_tags": props.tags,
+        "_html": parsed.html,
     }
 
 
@@ -162,6 +165,7 @@ class PreparedMemo:
 
     values: dict[str, Any]
     tags: tuple[str, ...]
+    html: str
 
     @property
     def uid(self) -> str:
@@ -188,10 +192,11 @@ async def prepare_memo(
     """Every check a create makes, without looking at or writing any memo row."""
     _require_writer(ctx.caller)
     uid = valid_uid(uid) if uid else secrets.token_hex(11)
-    values = _content_columns(
+    values = await _content_columns(
         data.content if isinstance(data.content, str) else "", ctx.access.content_length_limit
     )
     tags = values.pop("_tags")
+    html = values.pop("_html")
     if isinstance(data.visibility, str):
         _visibility(data.visibility, ctx.access)
     in_space = isinstance(data.space, str) and data.space != ""
@@ -223,7 +228,7 @@ async def prepare_memo(
     )
     if not isinstance(data.location, msgspec.UnsetType):
         values.update(_location(data.location))
-    return PreparedMemo(values, tags)
+    return PreparedMemo(values, tags, html)
 
 
 async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> int:
@@ -236,6 +241,7 @@ async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: Prepar
     except IntegrityError:
         raise AlreadyExists(f"memo {prepared.uid!r} already exists") from None
     await _replace_tags(conn, memo_id, prepared.tags)
+    await store_html(conn, memo_id, prepared.values["content"], prepared.html)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
     return int(memo_id)
 
@@ -348,6 +354,7 @@ async def update_memo(
         raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
     values: dict[str, Any] = {}
     tags: tuple[str, ...] | None = None
+    html: str | None = None
 
     def need(name: str) -> Any:
         value = getattr(data, name)
@@ -356,8 +363,9 @@ async def update_memo(
         return value
 
     if "content" in paths:
-        cols = _content_columns(need("content"), ctx.access.content_length_limit)
+        cols = await _content_columns(need("content"), ctx.access.content_length_limit)
         tags = cols.pop("_tags")
+        html = cols.pop("_html")
         values.update(cols)
     if "visibility" in paths:
         _visibility(need("visibility"), ctx.access)
@@ -398,6 +406,8 @@ async def update_memo(
     await conn.execute(memo.update().where(memo.c.id == row.id).values(**changed))
     if tags is not None:
         await _replace_tags(conn, row.id, tags)
+    if html is not None and "content" in changed:
+        await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
 
 

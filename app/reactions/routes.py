@@ -10,6 +10,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.bounds import Label, Name
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.deps import requires_user
@@ -21,15 +22,15 @@ from app.reactions.service import delete_reaction, list_reactions, upsert_reacti
 
 
 class ReactionIn(In):
-    content_id: str = ""
-    reaction_type: str = ""
+    content_id: Name = ""
+    reaction_type: Label = ""
 
 
 class UpsertMemoReactionRequest(In):
     """Memos' ``{reaction: {contentId, reactionType}}``, or a bare ``{reactionType}``."""
 
     reaction: ReactionIn | None = None
-    reaction_type: str = ""
+    reaction_type: Label = ""
     name: Any = msgspec.UNSET  # the memo's name, sent by Memos clients; the path wins
 
 

@@ -11,8 +11,9 @@ SQLite:
 
 PostgreSQL:
 
-- a GIN expression index on ``to_tsvector('simple', content)``: no column is
-  added to ``memo``, and the index is maintained by PostgreSQL itself.
+- a GIN expression index on ``to_tsvector('simple', left(content, 65536))``
+  (``PG_TSVECTOR``): no column is added to ``memo``, and the index is
+  maintained by PostgreSQL itself.
 - ``memo_embedding`` as above (``bytea``) plus, where the ``vector``
   extension is available, a ``halfvec`` column and an HNSW index per
   dimension (a partial expression index, so models of other sizes coexist).
@@ -90,7 +91,17 @@ _SQLITE_DOWN = [
     "DROP TABLE IF EXISTS memo_fts",
 ]
 
-PG_TSVECTOR = "to_tsvector('simple'::regconfig, content)"
+# PostgreSQL refuses a tsvector over 1 MiB ("string is too long for tsvector"),
+# and since the index is an expression index that refusal was the memo's
+# INSERT failing: a 500 for any memo of about half a mebibyte of distinct words.
+# Only the first FTS_PREFIX_CHARS characters are indexed (and ranked): the worst
+# text measured (hyphenated one-letter words of 4-byte letters) makes about 9
+# bytes of tsvector per character, so 64 Ki characters stay near 0.6 MiB, far
+# from the limit, whatever the content (decision 0015). Lexical search on
+# PostgreSQL therefore does not see words past that prefix; SQLite's FTS5 has
+# no such limit. Migration 0009 rebuilt the index with this expression.
+FTS_PREFIX_CHARS = 65536
+PG_TSVECTOR = f"to_tsvector('simple'::regconfig, left(content, {FTS_PREFIX_CHARS}))"
 
 _PG_UP = [
     f"CREATE INDEX ix_memo_content_tsv ON memo USING gin ({PG_TSVECTOR})",

@@ -5,7 +5,7 @@ predicate, CEL filter, scope) in its WHERE clause, before ORDER BY/LIMIT:
 
 - SQLite: ``memo_fts MATCH '"w1" AND "w2"'`` (or a majority of the words:
   an OR of ANDs) ranked by ``bm25()`` (negative, lower is better).
-- PostgreSQL: ``to_tsvector('simple', content) @@`` the same combination of
+- PostgreSQL: ``to_tsvector('simple', left(content, 65536)) @@`` the same combination of
   ``plainto_tsquery`` per word, ranked by ``ts_rank_cd`` (served by the GIN
   expression index of 0004).
 - A query with CJK text, on both: memos containing any of its bigrams (or
@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.db.schema import memo
+from app.search.ddl import FTS_PREFIX_CHARS
 from app.search.tables import memo_fts
 from app.search.terms import Terms, fts5_match, min_match_tiers, tsquery_groups
 
@@ -62,7 +63,10 @@ def _pg_query(words: tuple[str, ...], at_least: int) -> ColumnElement[Any]:
 def _tsquery(
     terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int, at_least: int
 ) -> sa.Select[Any]:
-    tsv = sa.func.to_tsvector(_SIMPLE, memo.c.content)
+    # Exactly the index's expression (app.search.ddl.PG_TSVECTOR), the prefix
+    # length a literal rather than a parameter, so the planner can match it.
+    prefix = sa.func.left(memo.c.content, sa.literal_column(str(FTS_PREFIX_CHARS)))
+    tsv = sa.func.to_tsvector(_SIMPLE, prefix)
     query = _pg_query(terms.words, at_least)
     rank = sa.func.ts_rank_cd(tsv, query)
     return (

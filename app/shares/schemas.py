@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from app.api.bounds import Timestamp
 from app.api.structs import In, Out
 
 
@@ -16,11 +17,11 @@ class MemoShare(Out):
 
 
 class MemoShareIn(In):
-    expire_time: str | None = None
+    expire_time: Timestamp | None = None
 
 
 class CreateMemoShareRequest(In):
-    expire_time: str | None = None
+    expire_time: Timestamp | None = None
     memo_share: MemoShareIn | None = None  # also accept the wrapped form
 
 

@@ -28,7 +28,7 @@ from app.memos import schemas
 from app.memos.present import present_one
 from app.shares.schemas import MemoShare
 
-TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{16,64}\Z")  # always with fullmatch
 SHAREABLE = ("PRIVATE", "PROTECTED", "PUBLIC")
 
 
@@ -110,7 +110,7 @@ async def revoke_share(conn: AsyncConnection, caller: Caller, memo_row: Any, tok
 
 async def load_shared_memo(conn: AsyncConnection, token: str, now: int) -> Any:
     """The memo behind a live share link, or 404: every condition re-checked now."""
-    if not TOKEN_RE.match(token):
+    if not TOKEN_RE.fullmatch(token):
         raise NotFound("share not found")
     row = (
         await conn.execute(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+from app.api.bounds import Description, Enum, Name, PathText, Title
 from app.api.structs import In, Out
 
 
@@ -17,8 +18,8 @@ class GrantTemplate(Out):
 
 
 class GrantTemplateIn(In):
-    path: str
-    level: str
+    path: PathText
+    level: Enum
 
 
 class Membership(Out):
@@ -42,9 +43,11 @@ class Space(Out):
 class SpaceIn(In):
     """Create and update body. Output-only fields sent back are ignored."""
 
-    title: str | msgspec.UnsetType = msgspec.UNSET
-    description: str | msgspec.UnsetType = msgspec.UNSET
-    default_member_grants: list[GrantTemplateIn] | msgspec.UnsetType = msgspec.UNSET
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+    default_member_grants: (
+        Annotated[list[GrantTemplateIn], msgspec.Meta(max_length=32)] | msgspec.UnsetType
+    ) = msgspec.UNSET
     name: Any = msgspec.UNSET
     creator: Any = msgspec.UNSET
 
@@ -70,12 +73,12 @@ class ListMembersResponse(Out):
 
 
 class InvitationIn(In):
-    invitee: str
-    role: str = "USER"
+    invitee: Name
+    role: Enum = "USER"
 
 
 class MemberIn(In):
-    role: str | msgspec.UnsetType = msgspec.UNSET
+    role: Enum | msgspec.UnsetType = msgspec.UNSET
     name: Any = msgspec.UNSET
     user: Any = msgspec.UNSET
 
@@ -87,7 +90,7 @@ class Group(Out):
 
 
 class GroupIn(In):
-    title: str
+    title: Title
     name: Any = msgspec.UNSET
 
 
@@ -101,7 +104,7 @@ class GroupMember(Out):
 
 
 class GroupMemberIn(In):
-    user: str
+    user: Name
 
 
 class ListGroupMembersResponse(Out):
@@ -117,9 +120,9 @@ class Grant(Out):
 
 
 class GrantIn(In):
-    principal: str
-    path: str
-    level: str
+    principal: Name
+    path: PathText
+    level: Enum
     name: Any = msgspec.UNSET
 
 

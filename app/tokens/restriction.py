@@ -42,7 +42,7 @@ def _trees(raw: Any, field: str, holder_id: int) -> list[dict[str, str]]:
             raise InvalidArgument(f"{where}: must be {{path, level}}")
         path = parse_tree_path(tree.get("path", ""), holder_id, field=f"{where}.path")
         level = tree.get("level")
-        if level not in LEVELS:
+        if not isinstance(level, str) or level not in LEVELS:  # a list is unhashable: no 500
             raise InvalidArgument(f"{where}.level: {level!r} is not one of READ, WRITE, OWNER")
         entry = {"path": path, "level": str(level)}
         if entry not in out:
@@ -79,7 +79,7 @@ async def _spaces(conn: AsyncConnection, caller: Caller, raw: Any) -> list[dict[
             raise InvalidArgument(f"{field}: unknown field(s) {', '.join(sorted(unknown))}")
         name = entry.get("space")
         uid = name[len("spaces/") :] if isinstance(name, str) and name.startswith("spaces/") else ""
-        if not UID_RE.match(uid):
+        if not UID_RE.fullmatch(uid):
             raise InvalidArgument(f"{field}.space: {name!r} is not a space name (spaces/{{id}})")
         if uid in seen:
             raise InvalidArgument(f"{field}.space: {name!r} is declared twice")

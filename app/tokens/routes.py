@@ -11,6 +11,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.bounds import Timestamp, Title
 from app.api.responses import errors
 from app.api.structs import In, Out, parse_time, resource_id, rfc3339
 from app.auth.secrets import PAT_PREFIX, digest, new_secret
@@ -34,10 +35,13 @@ class PersonalAccessToken(Out):
 
 
 class CreateTokenRequest(In):
-    description: str = ""
-    expire_time: str | msgspec.UnsetType = msgspec.UNSET
-    expires_at: str | msgspec.UnsetType = msgspec.UNSET
-    restriction: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
+    description: Title = ""
+    expire_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
+    expires_at: Timestamp | msgspec.UnsetType = msgspec.UNSET
+    # Its lists are bounded by the validator (app.tokens.restriction).
+    restriction: (
+        Annotated[dict[str, Any], msgspec.Meta(max_length=8)] | msgspec.UnsetType | None
+    ) = msgspec.UNSET
 
 
 class CreateTokenResponse(Out):

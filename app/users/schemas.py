@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from app.api.bounds import Description, Enum, Name, Password, Title, Url
 from app.api.structs import In, Out, rfc3339
 
 
@@ -23,14 +24,14 @@ class User(Out):
 
 
 class UserIn(In):
-    username: str | msgspec.UnsetType = msgspec.UNSET
-    password: str | msgspec.UnsetType = msgspec.UNSET
-    role: str | msgspec.UnsetType = msgspec.UNSET
-    state: str | msgspec.UnsetType = msgspec.UNSET
-    email: str | msgspec.UnsetType = msgspec.UNSET
-    nickname: str | msgspec.UnsetType = msgspec.UNSET
-    description: str | msgspec.UnsetType = msgspec.UNSET
-    avatar_url: str | msgspec.UnsetType = msgspec.UNSET
+    username: Name | msgspec.UnsetType = msgspec.UNSET
+    password: Password | msgspec.UnsetType = msgspec.UNSET
+    role: Enum | msgspec.UnsetType = msgspec.UNSET
+    state: Enum | msgspec.UnsetType = msgspec.UNSET
+    email: Title | msgspec.UnsetType = msgspec.UNSET
+    nickname: Title | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+    avatar_url: Url | msgspec.UnsetType = msgspec.UNSET
     name: Any = msgspec.UNSET  # output-only, ignored
 
 

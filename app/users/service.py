@@ -32,7 +32,7 @@ MAX_PASSWORD = 1024
 
 
 def valid_username(value: str) -> str:
-    if not USERNAME_RE.match(value):
+    if not USERNAME_RE.fullmatch(value):
         raise InvalidArgument(
             f"username: {value!r} must be 1-32 letters, digits, '_', '-' or '.', "
             "starting and ending with a letter or digit"

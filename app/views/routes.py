@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.access.writes import key_may_write
+from app.api.bounds import FilterText, Title
 from app.api.responses import errors
 from app.api.structs import In, Out, resource_id, rfc3339
 from app.db.schema import saved_view
@@ -38,8 +39,8 @@ class MemoView(Out):
 
 
 class MemoViewIn(In):
-    title: str | msgspec.UnsetType = msgspec.UNSET
-    filter: str | msgspec.UnsetType = msgspec.UNSET
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    filter: FilterText | msgspec.UnsetType = msgspec.UNSET
     name: Any = msgspec.UNSET  # output-only, ignored
 
 

@@ -184,6 +184,14 @@ texts = st.text(alphabet=NEEDLE_ALPHABET, min_size=0, max_size=4)
 ops = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
 eq_ops = st.sampled_from(["==", "!="])
 timestamps = st.one_of(st.integers(0, 4_102_444_800), st.integers(NOW - 3 * 86400, NOW + 86400))
+# Integers at the edges of int4 and int8: every integer-valued term must take
+# any int64 on both dialects (PostgreSQL once bound IN values as int4: a 500).
+EDGE_INTS = (2**31 - 1, 2**31, 2**32, -(2**31) - 1, 2**63 - 1, -(2**63))
+
+
+def edgy(small: st.SearchStrategy[int]) -> st.SearchStrategy[int]:
+    """``small`` mostly, an int4/int8 edge value sometimes."""
+    return st.one_of(small, small, small, st.sampled_from(EDGE_INTS))
 
 
 @st.composite
@@ -203,7 +211,11 @@ def content_leaf(draw: st.DrawFn) -> Pair:
     if kind == "matches":
         pattern = lit(draw(st.sampled_from(REGEXES)))
         return f"content.matches({pattern})", f"content.matches({pattern})"
-    text = f"size(content) {draw(ops)} {draw(st.integers(0, 12))}"
+    if draw(st.booleans()):
+        text = f"size(content) {draw(ops)} {draw(edgy(st.integers(0, 12)))}"
+    else:
+        values = draw(st.lists(edgy(st.integers(0, 12)), max_size=3))
+        text = f"size(content) in [{', '.join(map(str, values))}]"
     return text, text
 
 
@@ -236,12 +248,16 @@ def time_leaf(draw: st.DrawFn) -> Pair:
         delta = draw(st.sampled_from([86400, 3600, 0, 7 * 86400]))
         return f"{field} {op} now() - {delta}", f"int({field}) {op} now() - {delta}"
     if kind == "int":
-        seconds = draw(timestamps)
+        seconds = draw(edgy(timestamps))
         return f"{field} {op} {seconds}", f"int({field}) {op} {seconds}"
     if kind == "fields":
         return f"created_ts {op} updated_ts", f"created_ts {op} updated_ts"
     accessor = draw(st.sampled_from(ACCESSORS))
-    value = draw(st.integers(0, 60) | st.sampled_from([1970, 2000, 2024, 2025, 2099]))
+    value = draw(edgy(st.integers(0, 60) | st.sampled_from([1970, 2000, 2024, 2025, 2099])))
+    if draw(st.integers(0, 3)) == 0:
+        values = draw(st.lists(edgy(st.integers(0, 60)), max_size=3))
+        text = f"{field}.{accessor}() in [{', '.join(map(str, values))}]"
+        return text, text
     text = f"{field}.{accessor}() {op} {value}"
     return text, text
 
@@ -254,7 +270,11 @@ def tag_leaf(draw: st.DrawFn) -> Pair:
         text = f"{lit(draw(tag_names))} in tags"
         return text, text
     if kind == "size":
-        text = f"size(tags) {draw(ops)} {draw(st.integers(0, 4))}"
+        if draw(st.booleans()):
+            text = f"size(tags) {draw(ops)} {draw(edgy(st.integers(0, 4)))}"
+        else:
+            values = draw(st.lists(edgy(st.integers(0, 4)), max_size=3))
+            text = f"size(tags) in [{', '.join(map(str, values))}]"
         return text, text
     if kind == "quant":
         quantifier = draw(st.sampled_from(["exists", "all", "exists_one"]))
@@ -296,9 +316,9 @@ def other_leaf(draw: st.DrawFn) -> Pair:
         return text, text
     if kind == "creator_id":
         if draw(st.booleans()):
-            text = f"creator_id {draw(eq_ops)} {draw(st.integers(1, 4))}"
+            text = f"creator_id {draw(eq_ops)} {draw(edgy(st.integers(1, 4)))}"
         else:
-            ids = draw(st.lists(st.integers(1, 4), max_size=3))
+            ids = draw(st.lists(edgy(st.integers(1, 4)), max_size=3))
             text = f"creator_id in [{', '.join(map(str, ids))}]"
         return text, text
     if kind == "space":

@@ -9,8 +9,8 @@ DATABASE when they hold a ``blob``, and EXTERNAL (``external_link``) otherwise.
 Downgrading is refused while any attachment lives in S3: the older schema
 would take its key for a local file and lose track of the object.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0010"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
