@@ -31,6 +31,22 @@ _server_options: list[Callable[[F], F]] = [
     ),
 ]
 
+_storage_options: list[Callable[[F], F]] = [
+    click.option(
+        "--storage",
+        type=click.Choice(["local", "database", "s3"]),
+        default=None,
+        help="Where new attachments go [env DAYBOOK_STORAGE; default local]; S3 is set by"
+        " DAYBOOK_S3_* variables",
+    ),
+    click.option(
+        "--storage-dir",
+        default=None,
+        help="Directory of local attachments, shared by every process"
+        " [env DAYBOOK_STORAGE_DIR; default DATA/attachments]",
+    ),
+]
+
 
 def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
@@ -45,6 +61,12 @@ def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
 @click.version_option(package_name="daybook")
 def main() -> None:
     """Daybook: a self-hosted daily log with a Memos-compatible API."""
+    import os
+
+    from app.logs import configure_logging
+
+    # Progress and lock waits are logged to stderr; stdout keeps each command's result.
+    configure_logging(os.environ.get("DAYBOOK_LOG_FORMAT") or "console")
 
 
 def _graceful_server(config: Any) -> Any:
@@ -67,6 +89,7 @@ def _graceful_server(config: Any) -> Any:
 
 @main.command()
 @_with(_server_options)
+@_with(_storage_options)
 @click.option(
     "--host", default=None, help="Interface to bind [env DAYBOOK_HOST; default 127.0.0.1]"
 )
@@ -80,6 +103,8 @@ def _graceful_server(config: Any) -> Any:
 def serve(
     data_dir: Path | None,
     database_url: str | None,
+    storage: str | None,
+    storage_dir: str | None,
     host: str | None,
     port: int | None,
     public_url: str | None,
@@ -97,6 +122,8 @@ def serve(
         port=port,
         public_url=public_url,
         migrate_on_start=False if no_migrate else None,
+        storage=storage,
+        storage_dir=storage_dir,
     ).resolved()
     config = uvicorn.Config(
         create_app(settings),
@@ -116,8 +143,17 @@ def serve(
 @click.option(
     "--revision", default="head", show_default=True, help="Target revision (down: e.g. base)"
 )
-def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> None:
-    """Apply database migrations (or roll back to --revision)."""
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm a downgrade that deletes data (to base, or dropping tables that hold rows)",
+)
+def migrate(data_dir: Path | None, database_url: str | None, revision: str, yes: bool) -> None:
+    """Apply database migrations (or roll back to --revision).
+
+    Safe to run from several processes at once: one migrates, the others wait
+    for it and find the database at head.
+    """
     from app.db import migrate as m
     from app.db.engine import create_engine
 
@@ -130,7 +166,7 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
             if _is_upgrade(current, revision):
                 await m.upgrade(engine, revision)
             else:
-                await m.downgrade(engine, revision)
+                await m.downgrade(engine, revision, confirm=yes)
             return await m.current_revision(engine)
         finally:
             await engine.dispose()
@@ -140,6 +176,10 @@ def migrate(data_dir: Path | None, database_url: str | None, revision: str) -> N
     try:
         reached = asyncio.run(run())
     except CommandError as exc:  # an unknown or unreachable revision
+        raise click.ClickException(str(exc)) from None
+    except m.DataLossRefused as exc:
+        raise click.ClickException(f"{exc}; nothing was changed. Pass --yes to go ahead.") from None
+    except m.MigrationLockTimeout as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"database at revision {reached}")
 
@@ -159,6 +199,82 @@ def _is_upgrade(current: str | None, target: str) -> bool:
     if wanted is None or wanted.revision == current:
         return False
     return current in {r.revision for r in scripts.iterate_revisions(wanted.revision, "base")}
+
+
+@main.command()
+@_with(_server_options)
+@_with(_storage_options[1:])
+@click.argument("dest", type=click.Path(path_type=Path))
+def backup(
+    data_dir: Path | None, database_url: str | None, storage_dir: str | None, dest: Path
+) -> None:
+    """Copy the database, its attachment files and the secret into the new directory DEST.
+
+    Safe while servers write: the copy is one consistent snapshot (SQLite's
+    backup API; PostgreSQL: pg_dump, which must be on PATH).
+    """
+    from app.backup import postgres
+    from app.backup.run import BackupRefused
+    from app.backup.run import backup as run_backup
+
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, storage_dir=storage_dir
+    ).resolved()
+    try:
+        manifest = asyncio.run(run_backup(settings, dest))
+    except BackupRefused as exc:
+        raise click.ClickException(str(exc)) from None
+    except postgres.ToolMissing as exc:
+        raise click.ClickException(
+            f"the database was NOT backed up: {exc}. Attachment files and the manifest"
+            f" are in {dest}."
+        ) from None
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(f"backup failed: {exc}") from None
+    where = f"{manifest.files} attachment files"
+    if manifest.missing_files:
+        where += f" ({len(manifest.missing_files)} deleted since the snapshot, not copied)"
+    if manifest.s3_bucket:
+        where += f"; S3 objects stay in bucket {manifest.s3_bucket!r}"
+    click.echo(
+        f"backed up {manifest.dialect} database at revision {manifest.revision}"
+        f" ({manifest.memos} memos) and {where} to {dest}"
+    )
+
+
+@main.command()
+@_with(_server_options)
+@_with(_storage_options[1:])
+@click.argument("src", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--yes", is_flag=True, help="Replace the existing database")
+def restore(
+    data_dir: Path | None, database_url: str | None, storage_dir: str | None, src: Path, yes: bool
+) -> None:
+    """Bring back the backup SRC as this instance's database and attachment files.
+
+    Stop every daybook process first: restore refuses a database in use (or a
+    stale -wal next to it), and replaces an existing one only with --yes.
+    """
+    from app.backup import postgres
+    from app.backup.manifest import BadBackup
+    from app.backup.run import BackupRefused
+    from app.backup.run import restore as run_restore
+    from app.backup.sqlite import RestoreRefused
+
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, storage_dir=storage_dir
+    ).resolved()
+    try:
+        manifest = asyncio.run(run_restore(settings, src, replace=yes))
+    except (BadBackup, BackupRefused, RestoreRefused, postgres.ToolMissing) as exc:
+        raise click.ClickException(f"{exc}; nothing was changed") from None
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(f"restore failed: {exc}") from None
+    click.echo(
+        f"restored {manifest.dialect} database at revision {manifest.revision}"
+        f" ({manifest.memos} memos, {manifest.files} attachment files) from {src};"
+        " `daybook serve` migrates it to this version's head"
+    )
 
 
 @main.group()

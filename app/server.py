@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from litestar import Litestar, Request, get
@@ -18,6 +19,7 @@ from litestar.types import Receive, Scope, Send
 from app import __version__
 from app.api.json_depth import JsonDepthMiddleware
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
+from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
 from app.auth.routes import AuthController
@@ -29,6 +31,7 @@ from app.errors import EXCEPTION_HANDLERS
 from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
+from app.instance.secret import instance_secret
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
@@ -86,6 +89,7 @@ def openapi_json(app: Litestar) -> dict[str, Any]:
 def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLIST) -> Litestar:
     """The app; ``mcp_allowlist`` narrows the MCP tools (tests only)."""
     settings = settings.resolved()
+    store_from_settings(settings)  # an incomplete storage setting fails here, at start
     mcp = McpEndpoint(settings, openapi_json, mcp_allowlist)
     configure_logging(settings.log_format)
 
@@ -95,6 +99,10 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         engine = create_engine(settings.database_url)
         if settings.migrate_on_start:
             await upgrade(engine)
+        # One signing secret per database, so processes with separate data
+        # directories accept each other's page tokens (``secret`` overrides it).
+        secret = settings.secret or await instance_secret(engine, settings.data_dir)
+        app.state.settings = replace(settings, secret=secret)
         app.state.engine = engine
         try:
             yield

@@ -9,7 +9,6 @@ their own settings.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,16 +42,33 @@ class Settings:
     # per model), "off", or "MIN[:MARGIN[:EXACT_MARGIN]]" in cosine similarity.
     search_floor: str = "auto"
     secret: str = field(default="", repr=False)
+    # Attachments (app.attachments.storage): where new uploads go. "local" is a
+    # directory (default <data>/attachments; point every process at one shared
+    # directory), "database" the attachment row itself, "s3" a bucket.
+    storage: str = "local"  # local | database | s3
+    storage_dir: str = ""
+    s3_endpoint: str = ""
+    s3_region: str = ""
+    s3_bucket: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = field(default="", repr=False)
+    s3_use_path_style: bool = False
+    s3_prefix: str = "attachments/"
 
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "daybook.db"
 
     def resolved(self) -> Settings:
-        """Fill the derived defaults: database URL and the persisted secret."""
+        """Create the data directory and fill the derived default database URL.
+
+        The signing secret is not filled here: it lives in the database
+        (``app.instance.secret``), read when the app starts. ``secret`` set
+        explicitly (tests) overrides it.
+        """
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         url = self.database_url or f"sqlite:///{self.sqlite_path.resolve()}"
-        secret = self.secret or load_or_create_secret(self.data_dir)
-        return replace(self, database_url=url, secret=secret)
+        return replace(self, database_url=url)
 
 
 _ENV: dict[str, tuple[str, type]] = {
@@ -67,7 +83,25 @@ _ENV: dict[str, tuple[str, type]] = {
     "import_max_bytes": ("DAYBOOK_IMPORT_MAX_BYTES", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
     "search_floor": ("DAYBOOK_SEARCH_FLOOR", str),
+    "storage": ("DAYBOOK_STORAGE", str),
+    "storage_dir": ("DAYBOOK_STORAGE_DIR", str),
+    "s3_endpoint": ("DAYBOOK_S3_ENDPOINT", str),
+    "s3_region": ("DAYBOOK_S3_REGION", str),
+    "s3_bucket": ("DAYBOOK_S3_BUCKET", str),
+    "s3_access_key_id": ("DAYBOOK_S3_ACCESS_KEY_ID", str),
+    "s3_secret_access_key": ("DAYBOOK_S3_SECRET_ACCESS_KEY", str),
+    "s3_use_path_style": ("DAYBOOK_S3_USE_PATH_STYLE", bool),
+    "s3_prefix": ("DAYBOOK_S3_PREFIX", str),
 }
+
+
+def _flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
 
 
 def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settings:
@@ -77,7 +111,7 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     for name, (var, kind) in _ENV.items():
         if var in env and env[var] != "":
             try:
-                values[name] = kind(env[var])
+                values[name] = _flag(env[var]) if kind is bool else kind(env[var])
             except ValueError as exc:
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
     values.setdefault(
@@ -87,19 +121,3 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])
     return Settings(**values)
-
-
-def load_or_create_secret(data_dir: Path) -> str:
-    """Read the instance secret, creating it (mode 0600) on first start.
-
-    The secret signs page tokens and CSRF tokens; it is never logged.
-    """
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / "secret"
-    if path.exists():
-        return path.read_text().strip()
-    value = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(value)
-    return value

@@ -1,7 +1,10 @@
 """Alembic environment: one migration chain for SQLite and PostgreSQL.
 
-The URL comes from ``config.attributes["url"]`` (set by app.db.migrate) or,
-for the ``alembic`` command line, from Daybook's environment settings.
+``app.db.migrate`` hands over its own connection (``config.attributes
+["connection"]``), already inside the migration's transaction and holding the
+migration lock. For the ``alembic`` command line, the URL comes from
+Daybook's environment settings and the same lock and transaction are taken
+here.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from app.db.engine import create_engine
+from app.db.migrate import migration_engine, take_lock
 from app.db.schema import metadata
 
 config = context.config
@@ -23,7 +26,7 @@ def _url() -> str:
         return str(url)
     from app.settings import load_settings
 
-    return load_settings().database_url
+    return load_settings().resolved().database_url
 
 
 def _run(connection: Connection) -> None:
@@ -32,16 +35,22 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        on_version_apply=config.attributes.get("on_version_apply"),
     )
     with context.begin_transaction():
         context.run_migrations()
 
 
+def _locked_run(connection: Connection) -> None:
+    take_lock(connection)
+    _run(connection)
+
+
 async def _run_async() -> None:
-    engine = create_engine(_url())
+    engine = migration_engine(_url())
     try:
         async with engine.connect() as connection:
-            await connection.run_sync(_run)
+            await connection.run_sync(_locked_run)
             await connection.commit()
     finally:
         await engine.dispose()

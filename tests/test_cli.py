@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import pathlib
 import signal
 import socket
 import sqlite3
-import stat
 import subprocess
 import sys
 import time
@@ -60,12 +60,14 @@ async def empty_url(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ([], ["serve", "migrate", "user"]),
+        ([], ["serve", "migrate", "user", "backup", "restore"]),
+        (["backup"], ["DEST", "--data", "--database-url"]),
+        (["restore"], ["SRC", "--yes", "--data", "--database-url"]),
         (
             ["serve"],
             ["--port", "--host", "--data", "--database-url", "--public-url", "--no-migrate"],
         ),
-        (["migrate"], ["--data", "--database-url", "--revision"]),
+        (["migrate"], ["--data", "--database-url", "--revision", "--yes"]),
         (["user", "create"], ["--username", "--password-stdin", "--admin", "--data"]),
     ],
 )
@@ -104,7 +106,7 @@ def test_migrate_database_url(runner: CliRunner, empty_url: str, tmp_path: pathl
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
     assert f"database at revision {head_revision()}" in result.output
-    down = runner.invoke(main, [*args, "--revision", "base"])
+    down = runner.invoke(main, [*args, "--revision", "base", "--yes"])
     assert down.exit_code == 0, down.output
     assert "database at revision None" in down.output
     up = runner.invoke(main, args)
@@ -127,7 +129,7 @@ def test_migrate_to_a_given_revision_up_and_down(runner: CliRunner, tmp_path: pa
         down = runner.invoke(main, ["migrate", "--data", data, "--revision", "-1"])
         assert down.exit_code == 0, down.output
         assert f"database at revision {revisions[0]}" in down.output
-    base = runner.invoke(main, ["migrate", "--data", data, "--revision", "base"])
+    base = runner.invoke(main, ["migrate", "--data", data, "--revision", "base", "--yes"])
     assert base.exit_code == 0, base.output
     assert "database at revision None" in base.output
 
@@ -144,6 +146,61 @@ def test_migrate_unknown_revision_is_a_clear_error(
         assert result.exit_code == 1
         assert result.output.startswith("Error: ") and "'nonsense'" in result.output
         assert isinstance(result.exception, SystemExit)  # handled, no traceback
+
+
+def test_migrate_down_that_deletes_data_needs_yes(
+    runner: CliRunner, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """``--revision base`` drops everything: refused without ``--yes``, even on an empty
+    database; a downgrade that deletes rows (0003 drops spaces) is refused while they exist.
+    A refusal names what would go and changes nothing."""
+    import asyncio
+
+    import sqlalchemy as sa
+
+    from app.db.engine import create_engine
+
+    args = ["migrate", "--data", str(tmp_path / "data"), "--database-url", empty_url]
+    assert runner.invoke(main, args).exit_code == 0
+    base = runner.invoke(main, [*args, "--revision", "base"])
+    assert base.exit_code == 1, base.output
+    assert "drops the whole schema" in base.output and "--yes" in base.output
+    assert "Traceback" not in base.output
+
+    # No space yet: going below 0003 deletes nothing, so no confirmation is needed.
+    assert runner.invoke(main, [*args, "--revision", "0003"]).exit_code == 0
+    assert runner.invoke(main, [*args, "--revision", "0002"]).exit_code == 0
+    assert runner.invoke(main, args).exit_code == 0
+
+    async def add_space() -> None:
+        engine = create_engine(empty_url)
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO user_account (username, role, state, nickname, email,"
+                    " description, avatar_url, password_hash, created_ts, updated_ts)"
+                    " VALUES ('u', 'USER', 'NORMAL', '', '', '', '', 'x', 0, 0)"
+                )
+            )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO space (uid, title, description, creator_id,"
+                    " default_member_grants, created_ts, updated_ts)"
+                    " VALUES ('s', 'S', '', 1, '[]', 0, 0)"
+                )
+            )
+        await engine.dispose()
+
+    asyncio.run(add_space())
+    down = runner.invoke(main, [*args, "--revision", "0002"])
+    assert down.exit_code == 1, down.output
+    assert "space (1 rows)" in down.output and "nothing was changed" in down.output
+    assert f"database at revision {head_revision()}" in runner.invoke(main, args).output
+    yes = runner.invoke(main, [*args, "--revision", "0002", "--yes"])
+    assert yes.exit_code == 0, yes.output
+    assert "database at revision 0002" in yes.output
+    gone = runner.invoke(main, [*args, "--revision", "base", "--yes"])
+    assert gone.exit_code == 0 and "database at revision None" in gone.output
 
 
 # --------------------------------------------------------------------------- user create
@@ -312,10 +369,23 @@ def test_serve_process_health_and_clean_sigterm(
 
     if dialect == "sqlite":
         assert (data / "daybook.db").is_file()
-    secret_file = data / "secret"
-    assert secret_file.is_file()
-    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
-    secret = secret_file.read_text().strip()
-    assert len(secret) >= 32
+    # The signing secret lives in the database (every process reads the same one),
+    # not in the data directory, and never reaches the logs.
+    assert not (data / "secret").exists()
+    secret = asyncio.run(_stored_secret(empty_url if dialect != "sqlite" else data))
+    assert secret is not None and len(secret) >= 32
     logs = out.read_bytes() + err.read_bytes()
     assert secret.encode() not in logs
+
+
+async def _stored_secret(where: str | pathlib.Path) -> str | None:
+    from app.db.engine import create_engine
+    from app.instance.secret import stored_secret
+
+    url = where if isinstance(where, str) else f"sqlite:///{where / 'daybook.db'}"
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await stored_secret(conn)
+    finally:
+        await engine.dispose()

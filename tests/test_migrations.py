@@ -26,14 +26,20 @@ database:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import pathlib
+import signal
+import socket
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -215,6 +221,11 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             size=8,
             blob=b"\x89PNG\r\n\x1a\n",
             created_ts=now,
+            **(
+                {"storage_type": "DATABASE"}
+                if await has_column(conn, "attachment", "storage_type")
+                else {}
+            ),
         )
         await insert(
             s.attachment,
@@ -224,7 +235,7 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             filename="notes.txt",
             mime_type="text/plain",
             size=5,
-            storage_key="ab/cdef0123",
+            storage_key="0123456789abcdef0123456789abcdef",
             created_ts=now,
         )
         await insert(
@@ -344,6 +355,10 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 {"memo": public, "vector": bytes(8), "hash": 1234567890123, "now": now},
             )
     return {"alice": alice, "bob": bob, "public": public, "private": private}
+
+
+async def has_column(conn: Any, table: str, column: str) -> bool:
+    return column in (await live(conn.engine, conn)).get(table, set())
 
 
 async def snapshot(engine: AsyncEngine) -> Snapshot:
@@ -483,6 +498,40 @@ async def schema_diff(engine: AsyncEngine) -> list[Any]:
         return await conn.run_sync(run)
 
 
+# Tables whose ids nothing else ever names (no column, no JSON detail): a
+# round trip may restart them. Every other table with an integer ``id`` must
+# never hand out an id again once a downgrade dropped it.
+IDS_NAMED_BY_NOTHING = {"space_event"}
+
+
+async def high_water(engine: AsyncEngine) -> dict[str, int]:
+    """Per metadata table with an integer ``id``: the highest id it has handed out."""
+
+    def run(conn: Connection) -> dict[str, int]:
+        out: dict[str, int] = {}
+        present = set(sa.inspect(conn).get_table_names())
+        for name, table in schema.metadata.tables.items():
+            if name not in present or "id" not in table.c or len(table.primary_key) != 1:
+                continue
+            top = conn.execute(sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0))).scalar()
+            if conn.dialect.name == "sqlite":
+                seq = conn.execute(
+                    sa.text("SELECT seq FROM sqlite_sequence WHERE name = :t"), {"t": name}
+                ).scalar()
+            else:
+                seq = conn.execute(
+                    sa.text(
+                        "SELECT pg_sequence_last_value(pg_get_serial_sequence(:t, 'id')::regclass)"
+                    ),
+                    {"t": name},
+                ).scalar()
+            out[name] = max(int(top or 0), int(seq or 0))
+        return out
+
+    async with engine.connect() as conn:
+        return await conn.run_sync(run)
+
+
 # --------------------------------------------------------------------------- tests
 
 
@@ -501,7 +550,7 @@ async def test_walk_down_and_up_with_data(engine: AsyncEngine) -> None:
     # Down, one revision at a time: whatever has existed throughout keeps its rows.
     surviving = await live(engine)
     for rev, target in zip(reversed(revisions), [*reversed(revisions[:-1]), None], strict=True):
-        await downgrade(engine, target or "base")
+        await downgrade(engine, target or "base", confirm=True)
         assert await current_revision(engine) == target, f"downgrade of {rev}"
         now = await live(engine)
         surviving = {t: cols & now[t] for t, cols in surviving.items() if t in now}
@@ -539,8 +588,9 @@ async def test_each_revision_reversible_with_data(
     # first: down to just below it, then back to head. Tables dropped on the
     # way come back empty, so only those never dropped so far are compared.
     surviving = await live(engine)
+    ids_at_head = await high_water(engine)
     for parent, revision in reversed(list(itertools.pairwise(revisions))):
-        await downgrade(engine, parent)
+        await downgrade(engine, parent, confirm=True)
         assert await current_revision(engine) == parent
         now = await live(engine)
         surviving = {t: cols & now[t] for t, cols in surviving.items() if t in now}
@@ -552,6 +602,13 @@ async def test_each_revision_reversible_with_data(
         assert project(await snapshot(engine), surviving) == project(at_head, surviving)
         assert await outside_objects(engine) == objects, f"after re-applying {revision}"
         assert await schema_diff(engine) == []
+        ids = await high_water(engine)
+        reused = {
+            t: (ids[t], top)
+            for t, top in ids_at_head.items()
+            if t not in IDS_NAMED_BY_NOTHING and ids[t] < top
+        }
+        assert reused == {}, f"after re-applying {revision}, ids would be handed out again"
     await serves_memos(engine, empty_url, tmp_path)
 
 
@@ -567,7 +624,7 @@ async def test_latest_downgrade_keeps_memos(
     tags_before = (await snapshot(engine))["memo_tag"]
     assert len(memos_before) == 4
 
-    await downgrade(engine, "-1")
+    await downgrade(engine, "-1", confirm=True)
     assert await current_revision(engine) == revisions[-2]
     assert (await snapshot(engine))["memo"] == memos_before
     await upgrade(engine, "head")
@@ -614,3 +671,366 @@ async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) ->
             json={"passwordCredentials": {"username": "bob", "password": PASSWORD}},
         )
         assert r.status_code == 200, r.text
+
+
+# --------------------------------------------------------------------------- frozen history
+
+
+def _revision_files() -> list[pathlib.Path]:
+    scripts = ScriptDirectory.from_config(alembic_config())
+    files = [pathlib.Path(str(scripts.get_revision(rev).path)) for rev in chain()]
+    assert files and all(f.is_file() for f in files)
+    return files
+
+
+def _imported_modules(path: pathlib.Path) -> set[str]:
+    import ast
+
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name | ast.Attribute)
+            and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr)
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            modules.add(str(node.args[0].value))
+    return modules
+
+
+@pytest.mark.parametrize("path", _revision_files(), ids=lambda p: p.name)
+def test_revision_imports_nothing_from_the_application(path: pathlib.Path) -> None:
+    """A revision is history: importing a live module (``app.*``) lets an edit to that
+    module rewrite what an old revision does. Revisions use Alembic, SQLAlchemy and the
+    standard library only, and carry their own statements."""
+    live = sorted(m for m in _imported_modules(path) if m == "app" or m.startswith("app."))
+    assert live == [], f"{path.name} imports live application modules: {live}"
+
+
+# --------------------------------------------------------------------------- processes
+#
+# Real ``daybook`` processes. Their blocking waits run in a worker thread
+# (``asyncio.to_thread``) so the test's event loop stays free.
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    return {**env, "DAYBOOK_EMBED_WORKER": "0", "DAYBOOK_LOG_FORMAT": "json"}
+
+
+def _daybook(url: str, data: pathlib.Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "app.cli", *args, "--data", str(data), "--database-url", url]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_together(url: str, tmp_path: pathlib.Path, migrators: int, servers: int) -> list[str]:
+    """Start the processes at once; answers one problem per process that failed."""
+    ports = [_free_port() for _ in range(servers)]
+    procs = [
+        subprocess.Popen(
+            _daybook(url, tmp_path / f"m{n}", "migrate"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+        )
+        for n in range(migrators)
+    ]
+    serving = [
+        subprocess.Popen(
+            _daybook(url, tmp_path / f"s{n}", "serve", "--port", str(port)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=_env(),
+        )
+        for n, port in enumerate(ports)
+    ]
+    problems: list[str] = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            if proc.returncode != 0 or f"database at revision {chain()[-1]}" not in out.decode():
+                problems.append(f"migrate exited {proc.returncode}: {err.decode()[-2000:]}")
+        for port, server in zip(ports, serving, strict=True):
+            deadline = time.monotonic() + 60
+            while server.poll() is None and time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)  # polling a port: there is no event to wait on
+            else:
+                problems.append(f"serve on {port} never became ready (exit {server.poll()})")
+    finally:
+        for server in serving:
+            server.terminate()
+        for server in serving:
+            code = server.wait(timeout=30)
+            if code != 0:
+                err = server.stderr.read().decode()[-2000:] if server.stderr else ""
+                problems.append(f"serve exited {code}: {err}")
+    return problems
+
+
+async def test_processes_starting_together_all_succeed(
+    empty_url: str, engine: AsyncEngine, tmp_path: pathlib.Path
+) -> None:
+    """Four ``daybook migrate`` and two ``daybook serve`` processes started at once on a
+    fresh database: every one succeeds (the servers become ready, then stop cleanly) and
+    the schema is at head."""
+    problems = await asyncio.to_thread(_start_together, empty_url, tmp_path, 4, 2)
+    assert problems == []
+    assert await current_revision(engine) == chain()[-1]
+    assert await schema_diff(engine) == []
+
+
+_KILLED_CHILD = """
+import asyncio, signal, sys
+from app.db.engine import create_engine
+from app.db.migrate import upgrade
+from app.logs import configure_logging
+
+configure_logging("json")  # logs to stderr: stdout carries the marker line only
+
+def on_step(revision):
+    if revision == sys.argv[2]:
+        print(revision, flush=True)
+        signal.pause()  # the parent SIGKILLs us here, mid-transaction
+
+async def main():
+    engine = create_engine(sys.argv[1])
+    await upgrade(engine, "head", on_step=on_step)
+
+asyncio.run(main())
+"""
+
+
+def _kill_after_step(url: str, stop: str) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, url, stop],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().decode().strip()  # returns once the step is applied
+        assert line == stop, f"the child ended before step {stop} (exit {child.poll()})"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _kills() -> list[tuple[str, str]]:
+    """(start, stop): from 0001 through the FTS5 trigram table, and from 0003 past each step."""
+    return [("0001", "0002"), *(("0003", stop) for stop in chain()[chain().index("0004") :])]
+
+
+@pytest.mark.parametrize(("start", "stop"), _kills())
+async def test_upgrade_killed_midway_reruns_to_head(
+    start: str, stop: str, engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """An upgrade from ``start`` SIGKILLed right after step ``stop`` leaves the database at
+    ``start`` with its data and nothing of the later revisions; ``daybook migrate`` then
+    reaches head."""
+    await upgrade(engine, "head")
+    await insert_realistic_rows(engine)
+    await downgrade(engine, start, confirm=True)
+    before = await snapshot(engine)
+    columns_before = await live(engine)
+    objects_before = await outside_objects(engine)
+    await engine.dispose()
+
+    await asyncio.to_thread(_kill_after_step, empty_url, stop)
+
+    assert await current_revision(engine) == start
+    assert await snapshot(engine) == before
+    assert await outside_objects(engine) == objects_before
+    if engine.dialect.name == "sqlite":
+        async with engine.connect() as conn:
+            assert (await conn.exec_driver_sql("PRAGMA integrity_check")).all() == [("ok",)]
+
+    rerun = await asyncio.to_thread(
+        subprocess.run,
+        _daybook(empty_url, tmp_path / "data", "migrate"),
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert rerun.returncode == 0, rerun.stderr.decode()
+    assert await current_revision(engine) == chain()[-1]
+    now = await live(engine)
+    surviving = {t: c & now[t] for t, c in columns_before.items() if t in now}
+    assert project(await snapshot(engine), surviving) == project(before, surviving)
+    assert await schema_diff(engine) == []
+    await serves_memos(engine, empty_url, tmp_path)
+
+
+async def test_upgrade_failing_between_steps_changes_nothing(engine: AsyncEngine) -> None:
+    """A step that raises (here: injected after 0005 applied) rolls back every step of the
+    run, DDL included; the next run applies them all."""
+    await upgrade(engine, "0003")
+    objects = await outside_objects(engine)
+
+    def fail(revision: str) -> None:
+        if revision == "0005":
+            raise RuntimeError("injected failure")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        await upgrade(engine, "head", on_step=fail)
+    assert await current_revision(engine) == "0003"
+    assert await outside_objects(engine) == objects
+    assert "space_grant" not in await live(engine)
+    await upgrade(engine, "head")
+    assert await current_revision(engine) == chain()[-1]
+    assert await schema_diff(engine) == []
+
+
+def _start_and_wait_for(args: list[str], needle: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert proc.stderr is not None
+    for raw in proc.stderr:  # the log line is the event: the process reached the lock
+        if needle in raw.decode():
+            return proc
+    raise AssertionError(f"the process ended (exit {proc.wait()}) without logging {needle!r}")
+
+
+async def test_a_held_lock_makes_a_migration_wait(
+    engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """While another connection holds the migration lock, ``daybook migrate`` says it is
+    waiting and changes nothing; once the lock is released it migrates."""
+    from app.db.migrate import migration_engine, take_lock
+
+    holder = migration_engine(empty_url)
+    conn = await holder.connect()
+    await conn.run_sync(take_lock)
+    try:
+        proc = await asyncio.to_thread(
+            _start_and_wait_for,
+            _daybook(empty_url, tmp_path / "d", "migrate"),
+            "waiting for the migration lock",
+        )
+        assert proc.poll() is None
+        assert await current_revision(engine) is None
+    finally:
+        await conn.rollback()
+        await conn.close()
+        await holder.dispose()
+    _, err = await asyncio.to_thread(proc.communicate, timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert await current_revision(engine) == chain()[-1]
+
+
+# --------------------------------------------------------------------------- ids across a round trip
+
+
+async def test_space_round_trip_hands_no_old_memo_to_a_new_space(settings: Settings) -> None:
+    """Rolling 0003 back and forward must not let a new space inherit memos placed in a
+    dropped one: alice's three SPACE memos stay out of reach of bob's new space (before:
+    3 of 3 readable by bob), and the rows themselves are intact."""
+    from tests.conftest import sign_up
+    from tests.spaces.conftest import create_space, own_root, space_memo
+
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        alice = await sign_up(client, "alice")
+        bob = await sign_up(client, "bob", admin=alice)
+        old = await create_space(alice, "Alpha")
+        await own_root(alice, old["name"])
+        names = []
+        for i in range(3):
+            r = await space_memo(alice, old["name"], "share", content=f"alice secret {i}")
+            assert r.status_code == 200, r.text
+            names.append(r.json()["name"])
+        assert (await bob.get("/api/v1/memos")).json()["memos"] == []
+
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            old_id = (await conn.execute(sa.select(sa.func.max(schema.space.c.id)))).scalar()
+        await downgrade(engine, "0002", confirm=True)
+        await upgrade(engine, "head")
+    finally:
+        await engine.dispose()
+
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        r = await client.post(
+            "/api/v1/auth/signin",
+            json={"passwordCredentials": {"username": "bob", "password": "password-1"}},
+        )
+        assert r.status_code == 200, r.text
+        bob_auth = {"Authorization": f"Bearer {r.json()['accessToken']}"}
+        r = await client.post("/api/v1/spaces", json={"title": "Bob's"}, headers=bob_auth)
+        assert r.status_code == 200, r.text
+        new = r.json()["name"]
+        r = await client.post(
+            f"/api/v1/{new}/grants",
+            json={"principal": "users/bob", "path": "", "level": "OWNER"},
+            headers=bob_auth,
+        )
+        assert r.status_code == 200, r.text
+        listed = (await client.get("/api/v1/memos", headers=bob_auth)).json()["memos"]
+        assert [m["content"] for m in listed] == []
+        for name in names:
+            assert (await client.get(f"/api/v1/{name}", headers=bob_auth)).status_code == 404
+
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            new_id = (
+                await conn.execute(
+                    sa.select(schema.space.c.id).where(schema.space.c.uid == new.split("/")[1])
+                )
+            ).scalar_one()
+            kept = (
+                await conn.execute(
+                    sa.select(schema.memo.c.content, schema.memo.c.space_id).where(
+                        schema.memo.c.content.like("alice secret %")
+                    )
+                )
+            ).all()
+    finally:
+        await engine.dispose()
+    assert new_id > old_id
+    assert sorted(kept) == [(f"alice secret {i}", old_id) for i in range(3)]
+
+
+async def test_downgrade_below_0010_refuses_while_attachments_are_in_s3(
+    engine: AsyncEngine,
+) -> None:
+    """Revision 0009 would take an S3 key for a local file: the downgrade refuses, changes
+    nothing, and goes ahead once no attachment is in S3."""
+    await upgrade(engine, "head")
+    async with engine.begin() as conn:
+        await conn.execute(
+            schema.attachment.insert().values(
+                uid="in-s3",
+                creator_id=1,
+                filename="a.bin",
+                mime_type="application/octet-stream",
+                size=3,
+                storage_type="S3",
+                storage_key="0123456789abcdef0123456789abcdef",
+                created_ts=0,
+            )
+        )
+    with pytest.raises(RuntimeError, match="1 attachments are stored in S3"):
+        await downgrade(engine, "0009", confirm=True)
+    assert await current_revision(engine) == chain()[-1]
+    async with engine.begin() as conn:
+        await conn.execute(schema.attachment.delete())
+    await downgrade(engine, "0009", confirm=True)
+    assert await current_revision(engine) == "0009"

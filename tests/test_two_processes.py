@@ -1,8 +1,8 @@
 """Two Daybook processes on one database behave as one service.
 
-Sessions, sign-in failure counts, instance settings and memos live in the
-database, so a load balancer may send consecutive requests of one client to
-different processes. Runs real server processes (uvicorn) against the
+Sessions, sign-in failure counts, instance settings, memos and the signing
+secret live in the database, so a load balancer may send consecutive requests
+of one client to different processes, each with its own data directory. Runs real server processes (uvicorn) against the
 embedded PostgreSQL and against one SQLite file.
 """
 
@@ -69,7 +69,7 @@ def two_servers(
     chosen = request.config.getoption("--db") or ["sqlite", "postgresql"]
     if request.param not in chosen:
         pytest.skip(f"--db excludes {request.param}")
-    data = tmp_path / "data"  # shared: both processes read the same instance secret
+    # Separate data directories: the signing secret comes from the database.
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'shared.db'}"
     else:
@@ -80,8 +80,8 @@ def two_servers(
 
         asyncio.run(_admin_exec(root, "CREATE DATABASE two_processes"))
         url = root.format(db="two_processes")
-    first, a = start(url, data, migrate=True)
-    second, b = start(url, data, migrate=False)
+    first, a = start(url, tmp_path / "data-a", migrate=True)
+    second, b = start(url, tmp_path / "data-b", migrate=False)
     try:
         yield a, b
     finally:

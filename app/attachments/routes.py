@@ -147,7 +147,7 @@ class AttachmentController(Controller):
             memo_name or None,
             attachment_id or None,
             limit,
-            settings.data_dir,
+            storage.store_from_settings(settings),
             now,
         )
         return (await present(db, [row], caller, access.access_mode))[0]
@@ -212,10 +212,11 @@ class AttachmentController(Controller):
         attachment: AttachmentName,
     ) -> Response[dict[str, Any]]:
         uid = attachment_uid(attachment)
-        key = await delete_attachment(db, caller, access.access_mode, uid)
-        # The file goes after the response, i.e. after the transaction committed:
+        kind, key = await delete_attachment(db, caller, access.access_mode, uid)
+        # The bytes go after the response, i.e. after the transaction committed:
         # a rolled-back delete never loses the bytes of a row that still exists.
-        return Response({}, background=BackgroundTask(storage.remove, settings.data_dir, key))
+        store = storage.store_from_settings(settings)
+        return Response({}, background=BackgroundTask(storage.discard, store, kind, key))
 
 
 class MemoAttachmentController(Controller):
@@ -263,9 +264,7 @@ async def _serve(
     uid: str,
 ) -> Response[bytes]:
     row = await load_visible(db, attachment_uid(uid), caller, access.access_mode)
-    data: bytes | None = row.blob
-    if row.storage_key is not None:
-        data = await storage.read_bytes(settings.data_dir, row.storage_key)
+    data = await storage.read(storage.store_from_settings(settings), row)
     if data is None:
         raise NotFound(f"attachment {row.uid!r}: file not found")
     headers = file_headers(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -113,7 +112,7 @@ async def create_attachment(
     memo_name: str | None,
     uid: str | None,
     limit: int,
-    data_dir: Path,
+    store: storage.AttachmentStore,
     now: int,
 ) -> Any:
     if not key_may_write(caller):
@@ -130,7 +129,10 @@ async def create_attachment(
         await conn.execute(sa.select(attachment.c.id).where(attachment.c.uid == uid))
     ).first() is not None:
         raise AlreadyExists(f"attachment {uid!r} already exists")
-    key = await storage.write_bytes(data_dir, new.content)
+    # The bytes first, then the row that names them: a row never points at
+    # nothing. A failed insert removes the bytes; a crash in between leaves an
+    # orphan file or object, never a dangling row.
+    stored = await storage.put(store, new.content)
     try:
         new_id = (
             await conn.execute(
@@ -142,14 +144,16 @@ async def create_attachment(
                     filename=filename,
                     mime_type=kind,
                     size=len(new.content),
-                    storage_key=key,
+                    storage_type=stored.storage_type.value,
+                    storage_key=stored.storage_key,
+                    blob=stored.blob,
                     created_ts=now,
                 )
                 .returning(attachment.c.id)
             )
         ).scalar_one()
     except BaseException:
-        await storage.remove(data_dir, key)
+        await storage.discard(store, stored.storage_type, stored.storage_key)
         raise
     return (await conn.execute(sa.select(attachment).where(attachment.c.id == new_id))).one()
 
@@ -199,8 +203,8 @@ async def list_own(
 
 async def delete_attachment(
     conn: AsyncConnection, caller: Caller, mode: AccessMode, uid: str
-) -> str | None:
-    """Delete the caller's own attachment; returns its storage key for removal."""
+) -> tuple[str, str | None]:
+    """Delete the caller's own attachment; returns its storage type and key for removal."""
     row = await load_visible(conn, uid, caller, mode)
     if not key_may_write(caller):
         raise PermissionDenied("this access token is read-only")
@@ -208,7 +212,7 @@ async def delete_attachment(
         raise PermissionDenied(f"attachment {uid!r}: only its creator can delete it")
     await conn.execute(attachment.delete().where(attachment.c.id == row.id))
     key: str | None = row.storage_key
-    return key
+    return str(row.storage_type), key
 
 
 async def memo_attachments(conn: AsyncConnection, memo_row: Any) -> list[Any]:

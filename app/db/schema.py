@@ -314,13 +314,15 @@ attachment = sa.Table(
     sa.Column("filename", sa.String(256), nullable=False),
     sa.Column("mime_type", sa.String(128), nullable=False),
     sa.Column("size", sa.BigInteger, nullable=False),
-    # Server-chosen storage key under the data directory; never client input.
+    # Server-chosen storage key (a file name or an object key); never client input.
     sa.Column("storage_key", sa.String(128), nullable=True),
     sa.Column("blob", sa.LargeBinary, nullable=True),
     # An external attachment (a link, Memos' EXTERNAL storage) has no bytes:
     # neither a storage key nor a blob, only this http(s) URL (migration 0008).
     sa.Column("external_link", sa.Text, nullable=True),
     sa.Column("created_ts", Timestamp, nullable=False),
+    # Where the bytes are (app.attachments.storage.StorageType), per row as in Memos.
+    sa.Column("storage_type", sa.String(16), nullable=False, server_default="LOCAL"),
     sa.Index(None, "creator_id", "created_ts"),
     sa.Index(None, "memo_id"),
 )

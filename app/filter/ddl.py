@@ -1,4 +1,6 @@
-"""DDL for the substring index behind ``content.contains``, shared by migration 0002 and the tests.
+"""DDL for the substring index behind ``content.contains`` (tests, bench).
+
+Migration 0002 keeps its own frozen copy of these statements.
 
 SQLite: an FTS5 ``trigram`` table over ``daybook_fold(content)`` (the same
 fold the filter applies, so a trigram MATCH on the folded needle never misses

@@ -1,4 +1,4 @@
-"""DDL of the search indexes, shared by migration 0004 and ``daybook reindex``.
+"""DDL of the search indexes (``daybook reindex``; migrations 0004 and 0007 froze copies).
 
 SQLite:
 

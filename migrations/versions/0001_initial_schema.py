@@ -17,6 +17,24 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Tables whose rows this downgrade deletes for good (``app.db.migrate`` asks
+# for confirmation before it does).
+destroys = (
+    "access_token",
+    "attachment",
+    "auth_session",
+    "instance_setting",
+    "memo",
+    "memo_event",
+    "memo_relation",
+    "memo_share",
+    "memo_tag",
+    "reaction",
+    "saved_view",
+    "signin_failure",
+    "user_account",
+)
+
 
 def upgrade() -> None:
 
@@ -320,7 +338,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-
+    # Id high-water marks kept by later downgrades (0003, 0005): at base no row
+    # is left that could name an old id.
+    op.execute("DROP TABLE IF EXISTS daybook_id_floor")
     with op.batch_alter_table("saved_view", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_saved_view_user_id"))
 
