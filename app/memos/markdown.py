@@ -21,7 +21,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 TAG_RE = re.compile(r"(?<![\w#/&])#([^\W][\w\-/]*)")
 SNIPPET_LENGTH = 100
 
-# Bounds on derived tags (docs/decisions/0015-input-bounds.md). Tags are an
+# Bounds on derived tags (docs/decisions/0017-input-bounds.md). Tags are an
 # index of the content, not the content: an occurrence past a bound is left
 # as text (not a tag) rather than refusing the memo, so notes imported from
 # Memos always save. Without them an 8 KiB "#a/a/a/..." derived 16.8 M

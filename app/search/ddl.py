@@ -97,7 +97,7 @@ _SQLITE_DOWN = [
 # Only the first FTS_PREFIX_CHARS characters are indexed (and ranked): the worst
 # text measured (hyphenated one-letter words of 4-byte letters) makes about 9
 # bytes of tsvector per character, so 64 Ki characters stay near 0.6 MiB, far
-# from the limit, whatever the content (decision 0015). Lexical search on
+# from the limit, whatever the content (decision 0017). Lexical search on
 # PostgreSQL therefore does not see words past that prefix; SQLite's FTS5 has
 # no such limit. Migration 0009 rebuilt the index with this expression.
 FTS_PREFIX_CHARS = 65536

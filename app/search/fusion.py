@@ -1,6 +1,6 @@
 """Fusing the two arms, and the relevance floor that decides what the semantic arm may add.
 
-Pure functions over the arms' candidates (decision 0014):
+Pure functions over the arms' candidates (decision 0016):
 
 - ``apply_floor``: the semantic arm always returns its ``pool`` nearest
   neighbours, however far. Only those that are actually close count: a

@@ -4,7 +4,7 @@
 
 - ``auto`` (default): the calibrated floor of the configured model
   (``CALIBRATED``), measured with ``python -m bench.search_eval --calibrate``
-  on the tuning splits of every evaluation set (decision 0014). A model
+  on the tuning splits of every evaluation set (decision 0016). A model
   without a calibration (the hashing embedder of the tests) gets no floor.
 - ``off``: the semantic arm contributes its whole pool (decision 0006).
 - ``MIN`` or ``MIN:MARGIN`` or ``MIN:MARGIN:EXACT_MARGIN``: a cosine the
@@ -20,7 +20,7 @@ import re
 from app.search.fusion import OFF, Floor, Fusion
 
 # Calibrated per model on the tuning splits (``python -m bench.search_eval --calibrate``,
-# bench/results/search_calibration.json; decision 0014). Cosines: e5's are compressed
+# bench/results/search_calibration.json; decision 0016). Cosines: e5's are compressed
 # towards 1, so its floor is higher. Only MiniLM (the default) meets every target.
 CALIBRATED: dict[str, Floor] = {
     "all-minilm-l6-v2-int8": Floor(minimum=0.30, margin=math.inf, exact_margin=0.05),

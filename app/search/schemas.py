@@ -1,6 +1,6 @@
 """The search response at the edge.
 
-Fields added by issue 18 (decision 0014) are additive: a client that knows
+Fields added by issue 18 (decision 0016) are additive: a client that knows
 only ``results[].memo/score/lexicalRank/semanticRank``, ``nextPageToken`` and
 ``pendingEmbeddings`` reads the response as before. Offsets are indices into
 ``memo.content`` in Unicode code points (not UTF-16 units), end exclusive.

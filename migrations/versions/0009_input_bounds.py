@@ -2,7 +2,7 @@
 
 - PostgreSQL: ``ix_memo_content_tsv`` indexed ``to_tsvector('simple', content)``,
   which PostgreSQL refuses past 1 MiB of tsvector, so a long memo's INSERT
-  failed. It now indexes the first 65,536 characters (decision 0015).
+  failed. It now indexes the first 65,536 characters (decision 0017).
 - ``memo_html``: each memo's rendered HTML, written with its content
   (``app.memos.html_cache``); memos written before this revision are rendered
   on read until they are next written.

@@ -3,7 +3,7 @@
 An 8 KiB ``#a/a/.../a`` memo derived 16.8 M characters of ancestors (every
 response that carried it was 16.8 MB) and on PostgreSQL a tag over 256
 characters was a 500. The bounds are a documented truncation, not a refusal
-(docs/decisions/0015-input-bounds.md): the memo saves, and an occurrence past
+(docs/decisions/0017-input-bounds.md): the memo saves, and an occurrence past
 a bound is text rather than a tag, so notes imported from Memos always save.
 """
 

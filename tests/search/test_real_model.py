@@ -39,7 +39,7 @@ async def test_paraphrase_found_by_the_model(
         await alice.memo(text)
     await embed_all(client)
     runtime = client.app.state.search
-    if settings.embedding_model == "minilm-onnx":  # the calibrated floor (decision 0014)
+    if settings.embedding_model == "minilm-onnx":  # the calibrated floor (decision 0016)
         body = await search(alice, "vehicle repair at the garage")
         assert contents(body) == [NOTES[0]]  # the one answer, not the timeline
         assert body["results"][0]["matchedBy"] == "SEMANTIC"
