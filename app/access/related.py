@@ -13,7 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate, personal_reach
+from app.access.admission import readable
+from app.access.audience import AccessMode, personal_reach
 from app.access.caller import Caller
 from app.db.schema import attachment, memo
 
@@ -30,7 +31,7 @@ def attachment_predicate(
     """
     a = table.c
     holder = _HOLDER
-    bound = sa.exists().where(holder.c.id == a.memo_id, audience_predicate(caller, mode, holder))
+    bound = sa.exists().where(holder.c.id == a.memo_id, readable(caller, mode, holder))
     if caller is None or personal_reach(caller) == "NONE":
         return bound
     unbound = sa.and_(a.memo_id.is_(None), a.creator_id == caller.user_id)

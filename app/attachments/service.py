@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import readable
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.related import attachment_predicate
 from app.access.writes import key_may_write
@@ -27,10 +28,13 @@ from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.attachments import storage
 from app.attachments.metadata import clean_filename, mime_type
+from app.db.joins import by_key
 from app.db.schema import attachment, memo
 from app.errors import AlreadyExists, DaybookError, InvalidArgument, NotFound, PermissionDenied
 from app.memos.lookup import readable_memo, require_writer
 from app.memos.schemas import AttachmentRef
+
+_BOUND = by_key(memo, "bound_memo")  # module level: the read rule is memoised per table
 
 
 class TooLarge(DaybookError):
@@ -60,8 +64,8 @@ async def present(
         names = dict(
             (
                 await conn.execute(
-                    sa.select(memo.c.id, memo.c.uid).where(
-                        memo.c.id.in_(memo_ids), audience_predicate(caller, mode)
+                    sa.select(_BOUND.c.id, _BOUND.c.uid).where(
+                        _BOUND.c.id.in_(memo_ids), readable(caller, mode, _BOUND)
                     )
                 )
             ).all()

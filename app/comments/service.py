@@ -13,12 +13,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import audience_predicate
-from app.db.schema import memo, memo_relation
+from app.access.admission import conditions
+from app.db.schema import memo_relation
 from app.errors import Conflict, InvalidArgument
-from app.memos.listing import ListQuery, list_memos
+from app.memos.listing import ListQuery, admission_of, list_memos
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, create_memo
 
@@ -28,14 +27,10 @@ async def list_comments(
 ) -> tuple[list[Any], str, int]:
     """One page of ``parent``'s comments readable by ``q.caller``, and their total."""
     rows, token = await list_memos(conn, q, secret)
-    conditions: list[ColumnElement[bool]] = [
-        memo.c.parent_id == parent.id,
-        memo.c.state == q.state,
-        audience_predicate(q.caller, q.mode),
-    ]
-    if q.filter_clause is not None:
-        conditions.append(q.filter_clause.self_group())
-    total = (await conn.execute(sa.select(sa.func.count()).where(*conditions))).scalar_one()
+    admission = admission_of(q.caller, q.mode, q.state, parent.id, q.filter_clause)
+    total = (
+        await conn.execute(sa.select(sa.func.count()).where(*conditions(admission)))
+    ).scalar_one()
     return rows, token, int(total)
 
 

@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from litestar import Controller, Request, Response, get
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import Admission, conditions
+from app.access.audience import AccessMode
 from app.api.responses import errors
 from app.db.schema import memo, user_account
 from app.errors import NotFound
@@ -28,19 +28,17 @@ FEED_SIZE = 50
 MEDIA_TYPE = "application/rss+xml; charset=utf-8"
 
 
-async def _items(conn: AsyncConnection, *extra: ColumnElement[bool]) -> list[FeedItem]:
+_PUBLIC = memo.c.visibility == "PUBLIC"
+
+
+async def _items(conn: AsyncConnection, creator_id: int | None = None) -> list[FeedItem]:
     # An alias, so the predicate's own EXISTS over user_account stays correlated to memo.
     author = user_account.alias("author")
+    admission = Admission(None, AccessMode.PUBLIC, creator_id=creator_id, filter=_PUBLIC)
     stmt = (
         sa.select(memo.c.uid, memo.c.title, memo.c.content, memo.c.created_ts, author.c.username)
         .join(author, author.c.id == memo.c.creator_id)
-        .where(
-            audience_predicate(None, AccessMode.PUBLIC),
-            memo.c.visibility == "PUBLIC",
-            memo.c.state == "NORMAL",
-            memo.c.parent_id.is_(None),
-            *extra,
-        )
+        .where(*conditions(admission))
         .order_by(memo.c.created_ts.desc(), memo.c.id.desc())
         .limit(FEED_SIZE)
     )
@@ -106,7 +104,7 @@ class FeedController(Controller):
         if user_id is None:
             raise NotFound(f"user {username!r} not found")
         base = _base(settings, request)
-        items = await _items(db, memo.c.creator_id == user_id)
+        items = await _items(db, user_id)
         body = render_feed(f"Daybook: {username}", base, f"Public memos by {username}", items)
         return Response(
             body, media_type=MEDIA_TYPE, headers={"Cache-Control": "public, max-age=60"}

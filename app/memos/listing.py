@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import Admission, Kind, conditions
+from app.access.audience import AccessMode
 from app.access.caller import Caller, key_caller, restriction_key
 from app.access.reach import reach_partition
 from app.api.paging import decode_token, encode_token, fingerprint
@@ -139,17 +140,18 @@ def _time_ordered(keys: list[OrderKey]) -> bool:
 def _merged_walks(
     parts: tuple[ColumnElement[bool], ...],
     keys: list[OrderKey],
-    conditions: list[ColumnElement[bool]],
+    where: list[ColumnElement[bool]],
     limit: Any,
 ) -> sa.Select[Any]:
-    """One ordered walk per part, merged; the page's rows are read by id afterwards.
+    """One ordered walk per part, merged; the page's rows are read by id afterwards,
+    in the same statement (so in the same snapshot as the admission that chose them).
 
     The walks select only their order keys, so building them stays cheap and
     the merge handles narrow rows.
     """
     walks = [
         sa.select(*[memo.c[k.column.name] for k in keys])
-        .where(*conditions, part)
+        .where(*where, part)
         .order_by(*_ordered(keys, memo))
         .limit(limit)
         .subquery()
@@ -175,29 +177,37 @@ def _key_template(
     """
     caller = key_caller(user_id, restriction)
     keys = [OrderKey(memo.c.created_ts, descending), OrderKey(memo.c.id, descending)]
-    conditions = _base_conditions(caller, mode, state, parent_id=None)
+    where = _base_conditions(caller, mode, state, parent_id=None)
     if paged:
-        conditions.append(
+        where.append(
             _after(
                 keys, [sa.bindparam(f"after_{i}", type_=k.column.type) for i, k in enumerate(keys)]
             )
         )
     parts = reach_partition(caller) or ()
-    return _merged_walks(parts, keys, conditions, sa.bindparam("page_limit", type_=sa.Integer))
+    return _merged_walks(parts, keys, where, sa.bindparam("page_limit", type_=sa.Integer))
+
+
+def admission_of(
+    caller: Caller | None,
+    mode: AccessMode,
+    state: str,
+    parent_id: int | None,
+    filter_clause: ColumnElement[bool] | None = None,
+) -> Admission:
+    """The page's admission (``app.access.admission``): top-level memos or one memo's comments."""
+    kind = Kind.TOP_LEVEL if parent_id is None else Kind.COMMENTS
+    return Admission(caller, mode, kind, state=state, parent_id=parent_id, filter=filter_clause)
 
 
 def _base_conditions(
-    caller: Caller | None, mode: AccessMode, state: str, parent_id: int | None
+    caller: Caller | None,
+    mode: AccessMode,
+    state: str,
+    parent_id: int | None,
+    filter_clause: ColumnElement[bool] | None = None,
 ) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [
-        memo.c.parent_id.is_(None) if parent_id is None else memo.c.parent_id == parent_id,
-        memo.c.state == state,
-        audience_predicate(caller, mode),
-    ]
-    if state == "ARCHIVED":
-        # The archive is a personal view: only the caller's own archived memos.
-        conditions.append(memo.c.creator_id == (caller.user_id if caller else -1))
-    return conditions
+    return list(conditions(admission_of(caller, mode, state, parent_id, filter_clause)))
 
 
 def _page_statement(
@@ -215,17 +225,15 @@ def _page_statement(
         params: dict[str, Any] = {"page_limit": limit}
         params.update({f"after_{i}": v for i, v in enumerate(after or ())})
         return template, params
-    conditions = _base_conditions(q.caller, q.mode, q.state, q.parent_id)
-    if q.filter_clause is not None:
-        conditions.append(q.filter_clause.self_group())
+    where = _base_conditions(q.caller, q.mode, q.state, q.parent_id, q.filter_clause)
     if after is not None:
-        conditions.append(
+        where.append(
             _after(keys, [sa.literal(v, k.column.type) for k, v in zip(keys, after, strict=True)])
         )
     if parts is not None and merge:
-        return _merged_walks(parts, keys, conditions, limit), {}
-    conditions.extend(parts or ())
-    return sa.select(memo).where(*conditions).order_by(*_ordered(keys, memo)).limit(limit), {}
+        return _merged_walks(parts, keys, where, limit), {}
+    where.extend(parts or ())
+    return sa.select(memo).where(*where).order_by(*_ordered(keys, memo)).limit(limit), {}
 
 
 @dataclass(frozen=True, slots=True)

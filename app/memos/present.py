@@ -1,7 +1,17 @@
 """Rows to Memo resources, loading a page's related rows in a few batched queries.
 
-Related objects follow the audience rule: a relation appears only when both
-ends are readable by the caller (:mod:`app.relations.visible`).
+The rows given are ones a read has admitted (``app.access.admission``): the
+page statement, a search's admitted re-read, a point read's rule. Their
+related rows (tags, reactions, attachments, relations) are loaded driven by
+the page's ids, each statement joining the page's memo rows by primary key
+and keeping a related row only while its memo still has the version the page
+read (``admission.pinned``). Inside the request's single read snapshot that
+is always so and the page's rows need no second audience check; without it,
+a memo rewritten in between (made PRIVATE with new tags) shows none of its
+new version's rows rather than some. What lies at the other end of something
+(a relation's other memo, a comment's parent) passes the read rule itself
+(:func:`app.access.admission.readable`): a relation appears only when its
+other end is readable by the caller (:mod:`app.relations.visible`).
 """
 
 from __future__ import annotations
@@ -14,14 +24,18 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import pinned, readable
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import render_tree_path
 from app.access.scope import load_scope
 from app.api.structs import rfc3339
+from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
 from app.relations.visible import visible_relations
+
+PARENT = by_key(memo, "parent_memo")  # module level: the read rule is memoised per table
 
 
 def etag(row: Any) -> str:
@@ -52,13 +66,17 @@ async def present(
     if not rows:
         return []
     ids = [r.id for r in rows]
+    versions = {r.id: r.version for r in rows}
+    page = memo.c
     tags: dict[int, list[str]] = defaultdict(list)
-    for memo_id, tag in await conn.execute(
-        sa.select(memo_tag.c.memo_id, memo_tag.c.tag)
-        .where(memo_tag.c.memo_id.in_(ids))
+    for memo_id, version, tag in await conn.execute(
+        sa.select(memo_tag.c.memo_id, page.version, memo_tag.c.tag)
+        .select_from(ordered_join(memo, memo_tag, memo_tag.c.memo_id == page.id))
+        .where(page.id.in_(ids))
         .order_by(memo_tag.c.memo_id, memo_tag.c.position)
     ):
-        tags[memo_id].append(tag)
+        if pinned(versions, memo_id, version):
+            tags[memo_id].append(tag)
 
     creators = {r.creator_id for r in rows}
     usernames = dict(
@@ -74,12 +92,20 @@ async def present(
 
     reactions: dict[int, list[schemas.Reaction]] = defaultdict(list)
     reaction_rows = await conn.execute(
-        sa.select(reaction, user_account.c.username)
-        .join(user_account, user_account.c.id == reaction.c.creator_id)
-        .where(reaction.c.memo_id.in_(ids))
+        sa.select(reaction, page.version.label("memo_version"), user_account.c.username)
+        .select_from(
+            ordered_join(
+                ordered_join(memo, reaction, reaction.c.memo_id == page.id),
+                user_account,
+                user_account.c.id == reaction.c.creator_id,
+            )
+        )
+        .where(page.id.in_(ids))
         .order_by(reaction.c.id)
     )
     for r in reaction_rows:
+        if not pinned(versions, r.memo_id, r.memo_version):
+            continue
         reactions[r.memo_id].append(
             schemas.Reaction(
                 name=f"memos/{uids[r.memo_id]}/reactions/{r.id}",
@@ -92,8 +118,13 @@ async def present(
 
     attachments: dict[int, list[schemas.AttachmentRef]] = defaultdict(list)
     for a in await conn.execute(
-        sa.select(attachment).where(attachment.c.memo_id.in_(ids)).order_by(attachment.c.id)
+        sa.select(attachment, page.version.label("memo_version"))
+        .select_from(ordered_join(memo, attachment, attachment.c.memo_id == page.id))
+        .where(page.id.in_(ids))
+        .order_by(attachment.c.id)
     ):
+        if not pinned(versions, a.memo_id, a.memo_version):
+            continue
         attachments[a.memo_id].append(
             schemas.AttachmentRef(
                 name=f"attachments/{a.uid}",
@@ -105,7 +136,7 @@ async def present(
             )
         )
 
-    relations = await visible_relations(conn, ids, caller, mode)
+    relations = await visible_relations(conn, versions, caller, mode)
     parents = await _parent_names(conn, rows, caller, mode)
     spaces = await _space_names(conn, rows, caller)
     viewer = caller.user_id if caller else None
@@ -182,8 +213,8 @@ async def _parent_names(
     names = dict(
         (
             await conn.execute(
-                sa.select(memo.c.id, memo.c.uid).where(
-                    memo.c.id.in_(parent_ids), audience_predicate(caller, mode)
+                sa.select(PARENT.c.id, PARENT.c.uid).where(
+                    PARENT.c.id.in_(parent_ids), readable(caller, mode, PARENT)
                 )
             )
         ).all()

@@ -41,7 +41,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from stream_zip import ZIP_64, ZIP_AUTO, async_stream_zip
 
 from app import __version__
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import Admission, Kind, admitted, readable
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import render_tree_path
 from app.access.scope import READ, SpaceScope, load_scope
@@ -96,9 +97,10 @@ class ExportRequest:
     progress: Callable[[int], None] | None = None
 
 
-def _exported(caller: Caller, mode: AccessMode) -> sa.ColumnElement[bool]:
-    """The one statement's condition: the caller's own memos, as the caller can read them."""
-    return sa.and_(memo.c.creator_id == caller.user_id, audience_predicate(caller, mode))
+def _exported(caller: Caller, mode: AccessMode, state: str | None = None) -> sa.ColumnElement[bool]:
+    """The one statement's condition: the caller's own memos and comments, as the
+    caller can read them (``state`` None: every state the read rule admits)."""
+    return admitted(Admission(caller, mode, Kind.ANY, state=state, creator_id=caller.user_id))
 
 
 async def export_counts(conn: AsyncConnection, caller: Caller, mode: AccessMode) -> tuple[int, int]:
@@ -129,7 +131,7 @@ def page_statement(
     limit; over both states at once the database would sort every remaining
     memo for every page.
     """
-    stmt = sa.select(memo).where(_exported(caller, mode), memo.c.state == state)
+    stmt = sa.select(memo).where(_exported(caller, mode, state))
     if after is not None:
         stmt = stmt.where(sa.tuple_(memo.c.created_ts, memo.c.id) > sa.tuple_(*after))
     return stmt.order_by(memo.c.created_ts, memo.c.id).limit(PAGE)
@@ -197,7 +199,7 @@ async def _related(
         .where(
             memo_relation.c.memo_id.in_(ids),
             memo_relation.c.type == fmt.REFERENCE,
-            audience_predicate(caller, mode, TARGET),
+            readable(caller, mode, TARGET),
         )
         .order_by(memo_relation.c.memo_id, TARGET.c.id)
     ):
@@ -209,7 +211,7 @@ async def _related(
             (
                 await conn.execute(
                     sa.select(PARENT.c.id, PARENT.c.uid).where(
-                        PARENT.c.id.in_(parent_ids), audience_predicate(caller, mode, PARENT)
+                        PARENT.c.id.in_(parent_ids), readable(caller, mode, PARENT)
                     )
                 )
             ).all()

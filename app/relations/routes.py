@@ -24,7 +24,9 @@ class RelationController(Controller):
         self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoName
     ) -> ListMemoRelationsResponse:
         row = await readable_memo(db, memo, caller, access.access_mode)
-        found = (await visible_relations(db, [row.id], caller, access.access_mode)).get(row.id, [])
+        found = (
+            await visible_relations(db, {row.id: row.version}, caller, access.access_mode)
+        ).get(row.id, [])
         return ListMemoRelationsResponse(relations=found, total_size=len(found))
 
     @patch(
@@ -43,5 +45,7 @@ class RelationController(Controller):
     ) -> ListMemoRelationsResponse:
         row = await readable_memo(db, memo, caller, access.access_mode)
         await set_references(db, caller, access.access_mode, row, data.relations)
-        found = (await visible_relations(db, [row.id], caller, access.access_mode)).get(row.id, [])
+        found = (
+            await visible_relations(db, {row.id: row.version}, caller, access.access_mode)
+        ).get(row.id, [])
         return ListMemoRelationsResponse(relations=found, total_size=len(found))

@@ -1,62 +1,103 @@
-"""The relations of some memos that a caller may see.
+"""The relations of some memos a caller has read, with the other ends it may see.
 
-A relation and its snippets appear only when *both* ends pass the audience
-predicate (checked in SQL on two aliases of ``memo``), so a relation can
-never carry a hidden memo's name or snippet into a readable one.
+A relation appears only when its other end (the memo at the far side from
+the page) passes the read rule, checked in SQL, so a relation can never carry
+a hidden memo's name or snippet into a readable one. The page's own end needs
+no second check: it was admitted by the statement that read the page, and
+its row here is kept only if it still has the version that statement read
+(``app.access.admission.pinned``), so a memo rewritten since (say, made
+PRIVATE with new references) contributes nothing from its new version.
+
+One statement, driven from the page's ids: the page's memo rows by primary
+key, then ``memo_relation`` by its primary key (outgoing) or
+``ix_memo_relation_related`` (incoming), then the other end by primary key,
+in that order on SQLite too (``app.db.joins.ordered_join``), so no statistics
+can make it walk ``memo``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import pinned as is_pinned
+from app.access.admission import readable
+from app.access.audience import AccessMode
 from app.access.caller import Caller
+from app.db.joins import ordered_join
 from app.db.schema import memo, memo_relation
 from app.memos import schemas
 
-# Module-level aliases: the audience predicate is memoised per table, so the
+# Module-level aliases: the read rule's predicate is memoised per table, so the
 # same alias objects must be reused across requests.
-SRC = memo.alias("src")
-DST = memo.alias("dst")
+PAGE = memo.alias("page_memo")
+OTHER = memo.alias("other_memo")
+
+
+def relations_statement(
+    ids: list[int], caller: Caller | None, mode: AccessMode
+) -> sa.CompoundSelect[Any]:
+    """Outgoing and incoming relations of the memos ``ids`` whose other end the caller can read."""
+    r = memo_relation
+
+    def side(page_end: Any, other_end: Any, outgoing: bool) -> sa.Select[Any]:
+        src, dst = (PAGE, OTHER) if outgoing else (OTHER, PAGE)
+        joined = ordered_join(
+            ordered_join(PAGE, r, page_end == PAGE.c.id), OTHER, OTHER.c.id == other_end
+        )
+        stmt = (
+            sa.select(
+                PAGE.c.id.label("page_id"),
+                PAGE.c.version.label("page_version"),
+                r.c.memo_id,
+                r.c.related_memo_id,
+                r.c.type,
+                src.c.uid.label("src_uid"),
+                src.c.snippet.label("src_snippet"),
+                dst.c.uid.label("dst_uid"),
+                dst.c.snippet.label("dst_snippet"),
+            )
+            .select_from(joined)
+            .where(PAGE.c.id.in_(ids), readable(caller, mode, OTHER))
+        )
+        if not outgoing:  # a memo related to itself is listed once, as outgoing
+            stmt = stmt.where(r.c.memo_id != r.c.related_memo_id)
+        return stmt
+
+    return sa.union_all(
+        side(r.c.memo_id, r.c.related_memo_id, True),
+        side(r.c.related_memo_id, r.c.memo_id, False),
+    )
 
 
 async def visible_relations(
-    conn: AsyncConnection, ids: list[int], caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection,
+    pinned: Mapping[int, int],
+    caller: Caller | None,
+    mode: AccessMode,
 ) -> dict[int, list[schemas.Relation]]:
-    """Relations touching the memos ``ids`` whose both ends the caller can read."""
-    if not ids:
+    """Relations of the memos the caller has read (``pinned``: id → version read)."""
+    if not pinned:
         return {}
-    src, dst = SRC, DST
-    query = (
-        sa.select(
-            memo_relation.c.memo_id,
-            memo_relation.c.related_memo_id,
-            memo_relation.c.type,
-            src.c.uid.label("src_uid"),
-            src.c.snippet.label("src_snippet"),
-            dst.c.uid.label("dst_uid"),
-            dst.c.snippet.label("dst_snippet"),
-        )
-        .join(src, src.c.id == memo_relation.c.memo_id)
-        .join(dst, dst.c.id == memo_relation.c.related_memo_id)
-        .where(
-            sa.or_(memo_relation.c.memo_id.in_(ids), memo_relation.c.related_memo_id.in_(ids)),
-            audience_predicate(caller, mode, src),
-            audience_predicate(caller, mode, dst),
-        )
-        .order_by(memo_relation.c.memo_id, memo_relation.c.related_memo_id, memo_relation.c.type)
-    )
+    rows = [
+        row
+        for row in await conn.execute(relations_statement(list(pinned), caller, mode))
+        if is_pinned(pinned, row.page_id, row.page_version)
+    ]
+    rows.sort(key=lambda row: (row.memo_id, row.related_memo_id, row.type))
     result: dict[int, list[schemas.Relation]] = defaultdict(list)
-    wanted = set(ids)
-    for r in await conn.execute(query):
-        rel = schemas.Relation(
-            memo=schemas.RelatedMemo(name=f"memos/{r.src_uid}", snippet=r.src_snippet),
-            related_memo=schemas.RelatedMemo(name=f"memos/{r.dst_uid}", snippet=r.dst_snippet),
-            type=r.type,
+    for row in rows:
+        result[row.page_id].append(
+            schemas.Relation(
+                memo=schemas.RelatedMemo(name=f"memos/{row.src_uid}", snippet=row.src_snippet),
+                related_memo=schemas.RelatedMemo(
+                    name=f"memos/{row.dst_uid}", snippet=row.dst_snippet
+                ),
+                type=row.type,
+            )
         )
-        for end in {r.memo_id, r.related_memo_id} & wanted:
-            result[end].append(rel)
     return result

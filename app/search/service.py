@@ -19,9 +19,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import Admission, conditions
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.paging import decode_token, encode_token, fingerprint
+from app.db.joins import by_key, ordered_join
 from app.db.schema import memo
 from app.errors import InvalidArgument
 from app.search.explain import (
@@ -135,14 +137,25 @@ def validate(text: str | None, mode: str | None, pool: int | None) -> tuple[str,
 
 
 def admission(q: SearchQuery) -> list[ColumnElement[bool]]:
-    conditions: list[ColumnElement[bool]] = [
-        memo.c.parent_id.is_(None),
-        memo.c.state == "NORMAL",
-        audience_predicate(q.caller, q.access_mode),
-    ]
-    if q.filter_clause is not None:
-        conditions.append(q.filter_clause.self_group())
-    return conditions
+    """The list's admission: top-level NORMAL memos, the audience, the filter."""
+    return list(conditions(Admission(q.caller, q.access_mode, filter=q.filter_clause)))
+
+
+_PAGE_KEYS = by_key(memo, "page_keys")
+
+
+def page_rows_statement(q: SearchQuery, ids: list[int]) -> sa.Select[Any]:
+    """The page's memo rows by id, under the same admission as the arms.
+
+    Driven from the ids (``_PAGE_KEYS``, primary-key lookups only on SQLite),
+    then ``memo`` by its primary key with the admission on it: no statistics
+    can turn it into a walk of the timeline.
+    """
+    return (
+        sa.select(memo)
+        .select_from(ordered_join(_PAGE_KEYS, memo, memo.c.id == _PAGE_KEYS.c.id))
+        .where(_PAGE_KEYS.c.id.in_(ids), *admission(q))
+    )
 
 
 async def rank_arms(
@@ -247,9 +260,12 @@ async def search_memos(
     rows: dict[int, Any] = {}
     explanations: dict[int, Explanation] = {}
     if page:
+        # The page's rows are read again under the same admission: a memo made
+        # private, archived or deleted since the arms ranked it (another
+        # snapshot, without the request's single one) drops out of the page
+        # rather than showing what it became.
         ids = [h.memo_id for h in page]
-        rows = {r.id: r for r in await conn.execute(sa.select(memo).where(memo.c.id.in_(ids)))}
-        # PostgreSQL reads each statement in its own snapshot: drop a memo deleted since
+        rows = {r.id: r for r in await conn.execute(page_rows_statement(q, ids))}
         page = [h for h in page if h.memo_id in rows]
         explanations = await explain(runtime, page, rows, terms, q.text)
     return SearchPage(

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import Admission, admitted
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.structs import rfc3339
 from app.db.schema import memo, memo_tag
@@ -19,12 +20,7 @@ from app.memos.schemas import UserStats
 async def user_stats(
     conn: AsyncConnection, username: str, user_id: int, caller: Caller | None, mode: AccessMode
 ) -> UserStats:
-    visible = sa.and_(
-        memo.c.creator_id == user_id,
-        memo.c.parent_id.is_(None),
-        memo.c.state == "NORMAL",
-        audience_predicate(caller, mode),
-    )
+    visible = admitted(Admission(caller, mode, creator_id=user_id))
     rows = (
         await conn.execute(
             sa.select(
