@@ -46,15 +46,25 @@ def request_logging_middleware(app: ASGIApp) -> ASGIApp:
             return
         start = time.perf_counter()
         status = 500
+        started = False
 
         async def capture(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
             await send(message)
 
         try:
             await app(scope, receive, capture)
+        except BaseException as exc:
+            # Raised before a response started (authentication, for one): the
+            # app-level exception handler answers outside this middleware, with
+            # the status its handlers give this exception, so log that one.
+            if not started:
+                from app.errors import status_of
+
+                status = status_of(exc)
+            raise
         finally:
             user = scope.get("user")
             request_log.info(
