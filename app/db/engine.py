@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.db import transactions
+from app.errors import Unavailable
 
 # busy_timeout first: switching a fresh file to WAL takes a lock another process may hold.
 SQLITE_PRAGMAS = ("busy_timeout=5000", "journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL")
@@ -56,6 +57,20 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     sqlite_functions.register(dbapi_connection)
 
 
+def _connect_or_unavailable(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """The driver's connect, with "cannot reach the server" as Unavailable (503).
+
+    asyncpg raises the socket's own OSError (refused, no such socket file,
+    timeout) unwrapped; it is an outage, not a bug, whatever the request.
+    """
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except OSError as exc:
+        raise Unavailable(
+            f"the database is unreachable ({exc.strerror or exc}): retry shortly"
+        ) from None
+
+
 def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     """Create the application's async engine for ``url``."""
     full = async_url(url)
@@ -66,6 +81,7 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
     elif not is_memory:
         kwargs.update(SQLITE_POOL)
     engine = create_async_engine(full, **kwargs)
+    sa.event.listen(engine.sync_engine, "do_connect", _connect_or_unavailable)
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
         transactions.install(engine)
