@@ -14,8 +14,11 @@ Everything is bounded by :data:`READY_BUDGET`: a database busy past it is
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,6 +31,7 @@ from app.db import schema
 from app.db.faults import classify
 from app.db.migrate import current_revision, head_revision
 from app.db.transactions import read_transaction, write_transaction
+from app.settings import Settings
 
 log = structlog.get_logger("daybook.health")
 
@@ -35,6 +39,7 @@ READY_BUDGET = 3.0  # seconds for the whole probe
 INTEGRITY_EVERY = 300.0  # seconds between two integrity checks of one engine
 INTEGRITY_STEPS = 2_000_000  # SQLite VM steps the quick_check may take (about a second)
 PROBE = "READINESS"  # the instance_setting row the write probe upserts
+MIN_FREE_BYTES = 8 * 1024 * 1024  # below this on the database's or attachments' disk: not ready
 
 
 @dataclass
@@ -110,7 +115,27 @@ async def _integrity_problem(engine: AsyncEngine) -> str | None:
     return state.problem
 
 
-async def _ready(engine: AsyncEngine) -> Response[dict[str, str]]:
+def _disk_problem(engine: AsyncEngine, settings: Settings) -> str | None:
+    """Too little free space where this process writes (a write that fails
+    for space can leave room for the probe's own small write)."""
+    places = []
+    if engine.dialect.name == "sqlite" and engine.url.database:
+        places.append(Path(engine.url.database).resolve().parent)
+    if settings.storage == "local":
+        places.append(Path(settings.storage_dir) if settings.storage_dir else settings.data_dir)
+    for place in places:
+        with contextlib.suppress(OSError):
+            stat = os.statvfs(place)
+            free = stat.f_bavail * stat.f_frsize
+            if free < MIN_FREE_BYTES:
+                return f"disk nearly full: {free // 1024} KiB free under {place}"
+    return None
+
+
+async def _ready(engine: AsyncEngine, settings: Settings) -> Response[dict[str, str]]:
+    full = _disk_problem(engine, settings)
+    if full is not None:
+        return Response({"status": full}, status_code=503)
     async with read_transaction(engine) as conn:
         await conn.execute(sa.text("SELECT 1"))
     revision = await current_revision(engine)
@@ -128,7 +153,7 @@ async def _ready(engine: AsyncEngine) -> Response[dict[str, str]]:
 async def readyz(state: State) -> Response[dict[str, str]]:
     try:
         async with asyncio.timeout(READY_BUDGET):
-            return await _ready(state.engine)
+            return await _ready(state.engine, state.settings)
     except TimeoutError:
         return Response({"status": "database busy"}, status_code=503)
     except Exception as exc:  # any failure means "not ready", never a 500

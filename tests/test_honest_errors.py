@@ -33,6 +33,14 @@ async def test_readyz_ready(client: AsyncTestClient[Any]) -> None:
     assert r.json() == {"status": "ready"}
 
 
+def _scribble(db: pathlib.Path) -> None:
+    """Garbage over pages in the second half of the file (not the schema page)."""
+    size = db.stat().st_size
+    with db.open("r+b") as f:
+        f.seek(size // 2)
+        f.write(b"\xa5" * 8192)
+
+
 async def test_readyz_fails_on_a_malformed_sqlite_database(
     dialect: str, settings: Settings, tmp_path: pathlib.Path
 ) -> None:
@@ -48,10 +56,7 @@ async def test_readyz_fails_on_a_malformed_sqlite_database(
     async with engine.connect() as conn:
         await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     await engine.dispose()
-    size = db.stat().st_size
-    with db.open("r+b") as f:  # garbage over pages in the second half (not the schema page)
-        f.seek(size // 2)
-        f.write(b"\xa5" * 8192)
+    _scribble(db)
     async with AsyncTestClient(app=create_app(settings)) as c:
         r = await c.get("/readyz")
     assert r.status_code == 503, r.text
@@ -88,7 +93,9 @@ def _pg_ctl(server: Any, *args: str) -> None:
 
 
 async def test_postgresql_stopped_is_503_then_recovers(
-    dialect: str, request: pytest.FixtureRequest, tmp_path: pathlib.Path,
+    dialect: str,
+    request: pytest.FixtureRequest,
+    tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     if dialect != "postgresql":
@@ -135,3 +142,105 @@ async def test_postgresql_stopped_is_503_then_recovers(
         assert [m["content"] for m in r.json()["memos"]] == ["before"]
         assert (await alice.post("/api/v1/memos", json={"content": "after"})).status_code == 200
         assert (await c.get("/readyz")).status_code == 200
+
+
+@pytest.fixture
+def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A 3 MiB tmpfs (root only; skipped where mounting is not allowed)."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_disk_full_is_507_not_500(
+    dialect: str, templates: Any, request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> None:
+    if dialect != "sqlite":
+        pytest.skip("the database file on a small tmpfs")
+    disk = request.getfixturevalue("small_disk")
+    shutil.copyfile(templates.sqlite_file, disk / "daybook.db")
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=f"sqlite:///{disk / 'daybook.db'}",
+        password_hasher="cheap",
+        secret="test-secret",
+        log_format="json",
+    )
+    async with AsyncTestClient(app=create_app(settings)) as c:
+        alice = await sign_up(c, "alice")
+        statuses: list[int] = []
+        for i in range(400):
+            r = await alice.post("/api/v1/memos", json={"content": f"{i} " + "y" * 7000})
+            statuses.append(r.status_code)
+            if r.status_code != 200:
+                break
+        assert statuses[-1] == 507, statuses[-5:]
+        assert set(statuses[:-1]) == {200}
+        assert "full" in r.json()["message"]
+        ready = await c.get("/readyz")
+        assert ready.status_code == 503
+        # Reads still work, and every acknowledged memo is there.
+        listed = await alice.get("/api/v1/memos", params={"pageSize": 1000})
+        assert listed.status_code == 200
+        assert len(listed.json()["memos"]) == len(statuses) - 1
+
+
+async def test_sqlite_locked_by_another_process_is_503(
+    dialect: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Busy past the wait budget: 503 with Retry-After, and the write succeeds once free."""
+    if dialect != "sqlite":
+        pytest.skip("SQLite's single write lock")
+    import sqlite3
+
+    from app.db import transactions
+
+    monkeypatch.setattr(transactions, "WRITE_WAIT", 0.5)
+    async with AsyncTestClient(app=create_app(settings)) as c:
+        alice = await sign_up(c, "alice")
+        other = sqlite3.connect(
+            settings.database_url.removeprefix("sqlite:///"), isolation_level=None
+        )
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            r = await alice.post("/api/v1/memos", json={"content": "blocked"})
+            assert r.status_code == 503, r.text
+            assert r.headers["retry-after"] == "1"
+            listed = await alice.get("/api/v1/memos")  # reads are not blocked
+            assert listed.status_code == 200
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert (await alice.post("/api/v1/memos", json={"content": "free"})).status_code == 200
+
+
+def test_classify_postgresql_conditions() -> None:
+    from sqlalchemy.exc import OperationalError
+
+    from app.db.faults import classify
+
+    class PgError(Exception):
+        def __init__(self, sqlstate: str) -> None:
+            super().__init__(sqlstate)
+            self.sqlstate = sqlstate
+
+    def wrapped(code: str) -> OperationalError:
+        return OperationalError("INSERT ...", {}, PgError(code))
+
+    full = classify(wrapped("53100"))
+    assert full is not None and full.status == 507 and "full" in full.message
+    for code in ("57P03", "57P01", "08006", "53300"):
+        got = classify(wrapped(code))
+        assert got is not None and got.status == 503, code
+    assert classify(wrapped("23505")) is None  # a unique violation is not an outage
+    assert classify(ValueError("bug")) is None

@@ -176,10 +176,12 @@ def _begin_immediate(conn: Connection, budget: float) -> None:
         delay = min(delay * 2, _BACKOFF_MAX)
 
 
-def install(engine: AsyncEngine, *, write_wait: float = WRITE_WAIT) -> None:
+def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
     """Take control of BEGIN on a SQLite engine (a no-op on PostgreSQL)."""
     if engine.dialect.name != "sqlite":
         return
+    if write_wait is None:
+        write_wait = WRITE_WAIT
     sync = engine.sync_engine
     gate = WriterGate()
     setattr(sync, _GATE_ATTR, gate)
