@@ -38,6 +38,49 @@ from app.relations.visible import visible_relations
 PARENT = by_key(memo, "parent_memo")  # module level: the read rule is memoised per table
 
 
+def tags_statement(ids: Sequence[int]) -> sa.Select[Any]:
+    """The page's tags, each with its memo's version (page rows by primary key first)."""
+    return (
+        sa.select(memo_tag.c.memo_id, memo.c.version, memo_tag.c.tag)
+        .select_from(ordered_join(memo, memo_tag, memo_tag.c.memo_id == memo.c.id))
+        .where(memo.c.id.in_(ids))
+        .order_by(memo_tag.c.memo_id, memo_tag.c.position)
+    )
+
+
+def reactions_statement(ids: Sequence[int]) -> sa.Select[Any]:
+    return (
+        sa.select(reaction, memo.c.version.label("memo_version"), user_account.c.username)
+        .select_from(
+            ordered_join(
+                ordered_join(memo, reaction, reaction.c.memo_id == memo.c.id),
+                user_account,
+                user_account.c.id == reaction.c.creator_id,
+            )
+        )
+        .where(memo.c.id.in_(ids))
+        .order_by(reaction.c.id)
+    )
+
+
+def attachments_statement(ids: Sequence[int]) -> sa.Select[Any]:
+    return (
+        sa.select(attachment, memo.c.version.label("memo_version"))
+        .select_from(ordered_join(memo, attachment, attachment.c.memo_id == memo.c.id))
+        .where(memo.c.id.in_(ids))
+        .order_by(attachment.c.id)
+    )
+
+
+def parents_statement(
+    parent_ids: set[int], caller: Caller | None, mode: AccessMode
+) -> sa.Select[Any]:
+    """Comments' parents the caller may read (the other end: the read rule applies)."""
+    return sa.select(PARENT.c.id, PARENT.c.uid).where(
+        PARENT.c.id.in_(parent_ids), readable(caller, mode, PARENT)
+    )
+
+
 def etag(row: Any) -> str:
     return f'"{row.id}-{row.version}"'
 
@@ -67,14 +110,8 @@ async def present(
         return []
     ids = [r.id for r in rows]
     versions = {r.id: r.version for r in rows}
-    page = memo.c
     tags: dict[int, list[str]] = defaultdict(list)
-    for memo_id, version, tag in await conn.execute(
-        sa.select(memo_tag.c.memo_id, page.version, memo_tag.c.tag)
-        .select_from(ordered_join(memo, memo_tag, memo_tag.c.memo_id == page.id))
-        .where(page.id.in_(ids))
-        .order_by(memo_tag.c.memo_id, memo_tag.c.position)
-    ):
+    for memo_id, version, tag in await conn.execute(tags_statement(ids)):
         if pinned(versions, memo_id, version):
             tags[memo_id].append(tag)
 
@@ -91,18 +128,7 @@ async def present(
     uids = {r.id: r.uid for r in rows}
 
     reactions: dict[int, list[schemas.Reaction]] = defaultdict(list)
-    reaction_rows = await conn.execute(
-        sa.select(reaction, page.version.label("memo_version"), user_account.c.username)
-        .select_from(
-            ordered_join(
-                ordered_join(memo, reaction, reaction.c.memo_id == page.id),
-                user_account,
-                user_account.c.id == reaction.c.creator_id,
-            )
-        )
-        .where(page.id.in_(ids))
-        .order_by(reaction.c.id)
-    )
+    reaction_rows = await conn.execute(reactions_statement(ids))
     for r in reaction_rows:
         if not pinned(versions, r.memo_id, r.memo_version):
             continue
@@ -117,12 +143,7 @@ async def present(
         )
 
     attachments: dict[int, list[schemas.AttachmentRef]] = defaultdict(list)
-    for a in await conn.execute(
-        sa.select(attachment, page.version.label("memo_version"))
-        .select_from(ordered_join(memo, attachment, attachment.c.memo_id == page.id))
-        .where(page.id.in_(ids))
-        .order_by(attachment.c.id)
-    ):
+    for a in await conn.execute(attachments_statement(ids)):
         if not pinned(versions, a.memo_id, a.memo_version):
             continue
         attachments[a.memo_id].append(
@@ -210,13 +231,5 @@ async def _parent_names(
     parent_ids = {r.parent_id for r in rows if r.parent_id is not None}
     if not parent_ids:
         return {}
-    names = dict(
-        (
-            await conn.execute(
-                sa.select(PARENT.c.id, PARENT.c.uid).where(
-                    PARENT.c.id.in_(parent_ids), readable(caller, mode, PARENT)
-                )
-            )
-        ).all()
-    )
+    names = dict((await conn.execute(parents_statement(parent_ids, caller, mode))).all())
     return {r.id: f"memos/{names[r.parent_id]}" for r in rows if r.parent_id in names}
