@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.access.audience import AccessMode
+from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo, space, space_grant, space_member, user_account
@@ -179,7 +179,7 @@ async def test_key_page_merges_space_walks(database_url: str) -> None:
                     .where(
                         memo.c.parent_id.is_(None),
                         memo.c.state == "NORMAL",
-                        listing.audience_predicate(caller, AccessMode.PRIVATE),
+                        audience_predicate(caller, AccessMode.PRIVATE),
                     )
                     .order_by(memo.c.created_ts.desc(), memo.c.id.desc())
                     .limit(50)
