@@ -54,6 +54,7 @@ __all__ = [
     "Ceiling",
     "SpaceScope",
     "effective_grants",
+    "keeps_admin",
     "key_ceilings",
     "load_member_grants",
     "load_scope",
@@ -129,6 +130,27 @@ def key_ceilings(restriction: dict[str, Any]) -> tuple[Ceiling, ...]:
             if isinstance(path, str) and _canonical(path) and level is not None:
                 out.append(Ceiling(uid, path, level))
     return tuple(out)
+
+
+def keeps_admin(restriction: dict[str, Any] | None, uid: str) -> bool:
+    """Whether a credential keeps its holder's space ADMIN role in space ``uid``.
+
+    Unrestricted credentials do; a restricted key only where its declaration
+    of that space says ``admin: true`` (exactly the boolean; anything else is
+    false). The flag preserves a real ADMIN's role through the key, never
+    grants one: the caller's seat is still read from the roster.
+    """
+    if restriction is None:
+        return True
+    spaces = restriction.get("spaces")
+    if not isinstance(spaces, list):
+        return False
+    return any(
+        isinstance(entry, dict)
+        and entry.get("space") == f"spaces/{uid}"
+        and entry.get("admin") is True
+        for entry in spaces
+    )
 
 
 def space_ceiling(caller: Caller, uid: str) -> list[Grant] | None:
