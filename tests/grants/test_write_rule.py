@@ -139,7 +139,7 @@ async def test_write_key_without_personal_reach_writes_only_inside_its_subtree(
     assert r.status_code == 200, r.text
 
 
-async def test_comment_through_a_key_without_personal_reach_is_refused(
+async def test_comments_through_keys_are_creates_at_the_parents_place(
     bob: Actor, team: Team
 ) -> None:
     own = await bob.memo("mine", visibility="PRIVATE")
