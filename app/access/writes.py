@@ -98,8 +98,7 @@ def memo_spot(row: Placed) -> Spot:
 
 
 def key_may_write(caller: Caller) -> bool:
-    restriction = caller.restriction
-    return restriction is None or restriction.get("scope") == "WRITE"
+    return caller.restriction is None or caller.restriction.may_write()
 
 
 def _personal_writes(caller: Caller) -> bool:

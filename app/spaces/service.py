@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
-from app.access.scope import keeps_admin, key_ceilings
+from app.access.scope import keeps_admin
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.db.schema import memo, memo_event, space, space_event, space_member, user_account
@@ -61,7 +61,7 @@ def declared_uids(caller: Caller) -> frozenset[str] | None:
     """The space uids a restricted key declares; None for an unrestricted credential."""
     if caller.restriction is None:
         return None
-    return frozenset(c.space_uid for c in key_ceilings(caller.restriction))
+    return caller.restriction.declared_uids()
 
 
 def _role_through(caller: Caller, row: Any) -> str:
