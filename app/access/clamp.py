@@ -24,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-NONE, READ, WRITE, OWNER = 0, 1, 2, 3
-LEVEL_NAMES = {READ: "READ", WRITE: "WRITE", OWNER: "OWNER"}
-LEVELS = {name: level for level, name in LEVEL_NAMES.items()}
+from app.access.vocab import Level
+
+NONE, READ, WRITE, OWNER = Level.NONE, Level.READ, Level.WRITE, Level.OWNER
+LEVEL_NAMES: dict[int, str] = {READ: "READ", WRITE: "WRITE", OWNER: "OWNER"}
+LEVELS: dict[str, int] = {name: level for level, name in LEVEL_NAMES.items()}
 
 
 @dataclass(frozen=True, slots=True, order=True)

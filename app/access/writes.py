@@ -40,10 +40,11 @@ from typing import Protocol
 from app.access.audience import personal_reach
 from app.access.caller import Caller
 from app.access.scope import EMPTY_SCOPE, OWNER, WRITE, SpaceScope
+from app.access.vocab import Visibility
 
-PERSONAL_VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC")
-# How far a visibility reaches: widening moves up this list.
-VISIBILITY_RANK = {"PRIVATE": 0, "SPACE": 1, "PROTECTED": 2, "PUBLIC": 3}
+PERSONAL_VISIBILITIES = (Visibility.PRIVATE, Visibility.PROTECTED, Visibility.PUBLIC)
+# How far a visibility reaches: widening moves up this order (Visibility's own).
+VISIBILITY_RANK: dict[str, int] = {v.value: v.rank for v in Visibility}
 
 READ_ONLY = "this access token is read-only"
 
