@@ -56,6 +56,7 @@ __all__ = [
     "can_place_memo",
     "can_write_memo",
     "key_may_write",
+    "may_stage_attachment",
     "may_unlink",
     "memo_spot",
     "widens",
@@ -186,6 +187,15 @@ def write_denial(
             f"visibility: only its creator can widen it ({before.visibility} to {after.visibility})"
         )
     return None
+
+
+def may_stage_attachment(caller: Caller) -> bool:
+    """An attachment bound to no memo is a personal object of its uploader.
+
+    So a key whose personal reach is NONE (which could not read it back, see
+    ``app.access.related``) may upload only straight onto a memo it may write.
+    """
+    return key_may_write(caller) and _personal_writes(caller)
 
 
 def may_unlink(caller: Caller, creator_id: int, target_readable: bool) -> bool:

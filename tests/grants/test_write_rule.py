@@ -230,3 +230,18 @@ async def test_space_admin_key_without_admin_flag_is_a_plain_member(
         bob, scope="READ", personal="NONE", spaces=[{"space": team.name, "admin": True}]
     )
     assert await _grant_principals(bob, team.name, bobs) == {"users/bob"}
+
+
+async def test_key_without_personal_reach_uploads_only_onto_a_memo(bob: Actor, team: Team) -> None:
+    import base64
+
+    agent = await key(bob, scope="WRITE", personal="NONE", spaces=[{"space": team.name}])
+    body = {"filename": "a.txt", "type": "text/plain", "content": base64.b64encode(b"hi").decode()}
+    r = await bob.post("/api/v1/attachments", json=body, headers=agent)
+    assert r.status_code == 403, r.text  # an unbound attachment is a personal object
+    assert (await bob.get("/api/v1/attachments")).json()["attachments"] == []
+    m = await _bob_space_memo(bob, team)
+    r = await bob.post("/api/v1/attachments", json={**body, "memo": m["name"]}, headers=agent)
+    assert r.status_code == 200, r.text
+    own = await key(bob, scope="WRITE", personal="OWN", spaces=[])
+    assert (await bob.post("/api/v1/attachments", json=body, headers=own)).status_code == 200
