@@ -22,7 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller
 from app.access.related import attachment_predicate
-from app.access.writes import key_may_write
+from app.access.writes import key_may_write, may_stage_attachment
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.attachments import storage
@@ -125,6 +125,10 @@ async def create_attachment(
     memo_id = None
     if memo_name:
         memo_id = (await _writable_memo(conn, caller, mode, memo_name)).id
+    elif not may_stage_attachment(caller):
+        raise PermissionDenied(
+            "this access token does not reach personal objects: name the memo to attach to"
+        )
     if (
         await conn.execute(sa.select(attachment.c.id).where(attachment.c.uid == uid))
     ).first() is not None:

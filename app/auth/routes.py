@@ -185,5 +185,7 @@ class AuthController(Controller):
         return CurrentUserResponse(
             user=user_out(row, private=True),
             csrf_token=csrf,
-            restriction=caller.restriction if caller.restriction is not None else msgspec.UNSET,
+            restriction=(
+                caller.restriction.to_json() if caller.restriction is not None else msgspec.UNSET
+            ),
         )

@@ -27,6 +27,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller, key_caller, restriction_key
 from app.access.reach import reach_partition
+from app.access.restriction import Restriction
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.schema import memo
 from app.errors import InvalidArgument
@@ -162,7 +163,12 @@ def _merged_walks(
 
 @functools.lru_cache(maxsize=1024)
 def _key_template(
-    user_id: int, restriction: str, mode: AccessMode, descending: bool, state: str, paged: bool
+    user_id: int,
+    restriction: Restriction,
+    mode: AccessMode,
+    descending: bool,
+    state: str,
+    paged: bool,
 ) -> sa.Select[Any]:
     """The unfiltered page statement of one restricted key, built once.
 

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.audience import AccessMode, MemoFacts, can_read
 from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
-from app.access.writes import can_write_memo, key_may_write
+from app.access.writes import key_may_write, memo_spot, write_denial
 from app.api.structs import parse_time, valid_uid
 from app.db.schema import memo, memo_event, memo_tag, user_account
 from app.errors import (
@@ -37,7 +37,7 @@ from app.instance.store import AccessSettings
 from app.memos.html_cache import store_html
 from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
-from app.memos.placement import place_moved, place_new, refuse_if_shared
+from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
 from app.memos.schemas import MemoIn
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
@@ -327,7 +327,7 @@ async def _scope_of(
 
 
 def _may_write(caller: Caller, row: Any, scope: SpaceScope) -> bool:
-    return can_write_memo(caller, row.creator_id, row.visibility, row.space_id, row.tree, scope)
+    return write_denial(caller, row.creator_id, memo_spot(row), None, scope) is None
 
 
 async def may_write(conn: AsyncConnection, caller: Caller, row: Any) -> bool:
@@ -388,13 +388,7 @@ async def update_memo(
         if moving
         else await _scope_of(conn, ctx.caller, row.space_id)
     )
-    if not _may_write(ctx.caller, row, scope):
-        if not key_may_write(ctx.caller):
-            raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(
-            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
-            "its path can change it"
-        )
+    require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
     if if_match is not None and if_match.strip() not in (etag(row), "*"):
         raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
     values: dict[str, Any] = {}
@@ -475,13 +469,8 @@ async def update_memo(
 
 
 async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
-    if not _may_write(ctx.caller, row, await _scope_of(conn, ctx.caller, row.space_id)):
-        if not key_may_write(ctx.caller):
-            raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(
-            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
-            "its path can delete it"
-        )
+    scope = await _scope_of(conn, ctx.caller, row.space_id)
+    require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
     prior = {k: getattr(row, k) for k in TRACKED}
     await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
     # Comments go with their parent; tags, relations, reactions cascade.
