@@ -81,6 +81,10 @@ class Conflict(DaybookError):
 class ResourceExhausted(DaybookError):
     status, grpc_code = 429, 8
 
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
 
 _HTTP_TO_GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 409: 6, 412: 9, 413: 3, 429: 8}
 
@@ -97,6 +101,8 @@ def daybook_error_handler(_: Request[Any, Any, Any], exc: DaybookError) -> Respo
     response = _body(exc.status, exc.grpc_code, exc.message, exc.details)
     if isinstance(exc, Unauthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, ResourceExhausted) and exc.retry_after:
+        response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
 

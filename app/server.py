@@ -13,11 +13,12 @@ from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
 from app.api.json_depth import JsonDepthMiddleware
+from app.api.reference import ReferenceRenderPlugin
+from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
@@ -63,15 +64,41 @@ _CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)\Z", re.DOTALL)
 
 
 class Daybook(Litestar):
-    """Litestar, with the custom-method rewrite applied before routing."""
+    """Litestar, with what must run before routing for every request.
+
+    - Forwarded headers (``X-Forwarded-For``/``-Proto``) are believed only from
+      ``trusted_proxies`` (uvicorn's ``ProxyHeadersMiddleware``, applied here so
+      that every ASGI server behaves alike; ``daybook serve`` turns uvicorn's
+      own handling off, which by default trusts loopback). The client address
+      keys sign-in throttling, so a spoofable one would rotate it away.
+    - The custom-method rewrite (below).
+    - A CSP on every HTML response (``app.api.security_headers``).
+    """
+
+    _proxied: Any = None
+
+    def trust_proxies(self, trusted: str) -> None:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        if trusted.strip():
+            self._proxied = ProxyHeadersMiddleware(self._route, trusted_hosts=trusted)  # type: ignore[arg-type]
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
-        if scope["type"] == ScopeType.HTTP:
-            match = _CUSTOM_METHOD.match(scope["path"])
-            if match:
-                scope["path"] = f"{match.group(1)}/:{match.group(2)}"
-                scope["raw_path"] = scope["path"].encode()
-        await super().__call__(scope, receive, send)
+        if scope["type"] != ScopeType.HTTP:
+            await super().__call__(scope, receive, send)
+            return
+        match = _CUSTOM_METHOD.match(scope["path"])
+        if match:
+            scope["path"] = f"{match.group(1)}/:{match.group(2)}"
+            scope["raw_path"] = scope["path"].encode()
+        send = with_html_csp(send)
+        if self._proxied is not None:
+            await self._proxied(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 @get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)
@@ -112,7 +139,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
     auth = DefineMiddleware(
         AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
     )
-    return Daybook(
+    app = Daybook(
         route_handlers=[
             healthz,
             readyz,
@@ -168,10 +195,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             version=__version__,
             description="Memos-compatible REST API with spaces, restricted keys and search.",
             path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
+            render_plugins=[ReferenceRenderPlugin()],
         ),
         logging_config=None,
     )
+    app.trust_proxies(settings.trusted_proxies)
+    return app
 
 
 def _state(settings: Settings) -> Any:
