@@ -68,6 +68,10 @@ class AlreadyExists(DaybookError):
     status, grpc_code = 409, 6
 
 
+class IdUnavailable(AlreadyExists):
+    """A client-chosen memo id held by a memo the caller may not use (decision 0023)."""
+
+
 class FailedPrecondition(DaybookError):
     status, grpc_code = 412, 9
 

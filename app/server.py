@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,6 +37,7 @@ from app.instance.secret import instance_secret
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
+from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
@@ -99,6 +101,8 @@ class Daybook(Litestar):
             await self._proxied(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
+        if chosen_ids.SCOPE_FLAG in scope:  # after the request's transaction (decision 0023)
+            await chosen_ids.count_marked(dict(scope), self.state.engine, int(time.time()))
 
 
 @get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)

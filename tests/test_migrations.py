@@ -283,7 +283,7 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 created_ts=now,
             )
         await insert(
-            s.signin_throttle, key="a" * 64, attempts=3, last_ts=now, blocked_until=now + 4
+            s.throttle, key="a" * 64, attempts=3, last_ts=now, blocked_until=now + 4
         )
         await insert(
             s.password_reset,

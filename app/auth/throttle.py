@@ -1,7 +1,7 @@
 """Sign-in throttling that an anonymous attacker cannot turn into a lockout.
 
 Two keys are counted for every sign-in attempt, in the database (table
-``signin_throttle``) so that every process on one database shares them:
+``throttle``) so that every process on one database shares them:
 
 - ``(username, client)``: guesses at one account from one client. A real user
   signs in from another client, so an attacker exhausting this key locks out
@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.db.schema import signin_throttle
+from app.db.schema import throttle as table
 
 CAS_ATTEMPTS = 20  # compare-and-set retries under contention before failing closed
 
@@ -110,15 +110,20 @@ def client_key(client: str) -> str:
     return _digest("client", client)
 
 
+def named_key(*parts: str) -> str:
+    """A key for another throttled action (e.g. ``("memo-id", user id)``)."""
+    return _digest(*parts)
+
+
 async def _load(engine: AsyncEngine, key: str) -> KeyState | None:
     async with engine.connect() as conn:
         row = (
             await conn.execute(
                 sa.select(
-                    signin_throttle.c.attempts,
-                    signin_throttle.c.last_ts,
-                    signin_throttle.c.blocked_until,
-                ).where(signin_throttle.c.key == key)
+                    table.c.attempts,
+                    table.c.last_ts,
+                    table.c.blocked_until,
+                ).where(table.c.key == key)
             )
         ).first()
     return KeyState(row.attempts, row.last_ts, row.blocked_until) if row else None
@@ -131,17 +136,17 @@ async def _swap(engine: AsyncEngine, key: str, old: KeyState | None, new: KeySta
         if old is None:
             try:
                 async with conn.begin_nested():
-                    await conn.execute(signin_throttle.insert().values(key=key, **values))
+                    await conn.execute(table.insert().values(key=key, **values))
             except IntegrityError:
                 return False
             return True
         result = await conn.execute(
-            signin_throttle.update()
+            table.update()
             .where(
-                signin_throttle.c.key == key,
-                signin_throttle.c.attempts == old.attempts,
-                signin_throttle.c.last_ts == old.last_ts,
-                signin_throttle.c.blocked_until == old.blocked_until,
+                table.c.key == key,
+                table.c.attempts == old.attempts,
+                table.c.last_ts == old.last_ts,
+                table.c.blocked_until == old.blocked_until,
             )
             .values(**values)
         )
@@ -184,7 +189,7 @@ async def admit(engine: AsyncEngine, keys: list[tuple[str, Policy]], now: int) -
 async def forget(engine: AsyncEngine, key: str) -> None:
     """A successful sign-in clears its ``(username, client)`` key."""
     async with engine.begin() as conn:
-        await conn.execute(signin_throttle.delete().where(signin_throttle.c.key == key))
+        await conn.execute(table.delete().where(table.c.key == key))
 
 
 async def credit(engine: AsyncEngine, key: str, policy: Policy) -> None:
@@ -199,7 +204,5 @@ async def prune(engine: AsyncEngine, now: int, quiet: int) -> None:
     """Delete keys idle for longer than ``quiet`` and not blocked (housekeeping)."""
     async with engine.begin() as conn:
         await conn.execute(
-            signin_throttle.delete().where(
-                signin_throttle.c.last_ts < now - quiet, signin_throttle.c.blocked_until <= now
-            )
+            table.delete().where(table.c.last_ts < now - quiet, table.c.blocked_until <= now)
         )

@@ -377,11 +377,12 @@ memo_event = sa.Table(
     sa.Index(None, "memo_id", "id"),
 )
 
-# Sign-in throttling (app.auth.throttle), in the database so that every process
-# on one database shares it. One row per throttle key: a SHA-256 digest of
-# ("user", username, client) or ("client", client), never the raw values.
-signin_throttle = sa.Table(
-    "signin_throttle",
+# Throttling (app.auth.throttle), in the database so that every process on one
+# database shares it. One row per key: a SHA-256 digest of ("user", username,
+# client), ("client", client) for sign-in, or ("memo-id", user id) for taken
+# memo ids (decision 0023); never the raw values.
+throttle = sa.Table(
+    "throttle",
     metadata,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("attempts", sa.Integer, nullable=False),

@@ -1,6 +1,6 @@
 """Credentials: sign-in throttle rows, one-time password reset links, an audit log.
 
-- ``signin_throttle`` replaces ``signin_failure``: one row per throttle key
+- ``throttle`` replaces ``signin_failure``: one row per throttle key
   (a digest of username and client, or of the client alone) holding a count
   and a back-off deadline, instead of one row per failure. The old rows are
   short-lived counters (15 minutes), so they are not carried over, in either
@@ -33,14 +33,14 @@ def _has(name: str) -> bool:
 
 
 def upgrade() -> None:
-    if not _has("signin_throttle"):
+    if not _has("throttle"):
         op.create_table(
-            "signin_throttle",
+            "throttle",
             sa.Column("key", sa.String(64), nullable=False),
             sa.Column("attempts", sa.Integer, nullable=False),
             sa.Column("last_ts", sa.BigInteger, nullable=False),
             sa.Column("blocked_until", sa.BigInteger, nullable=False),
-            sa.PrimaryKeyConstraint("key", name="pk_signin_throttle"),
+            sa.PrimaryKeyConstraint("key", name="pk_throttle"),
         )
     if not _has("password_reset"):
         op.create_table(
@@ -97,6 +97,6 @@ def downgrade() -> None:
         op.create_index(
             "ix_signin_failure_username_created_ts", "signin_failure", ["username", "created_ts"]
         )
-    for table in ("audit_event", "password_reset", "signin_throttle"):
+    for table in ("audit_event", "password_reset", "throttle"):
         if _has(table):
             op.drop_table(table)
