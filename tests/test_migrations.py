@@ -282,9 +282,7 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 version=version,
                 created_ts=now,
             )
-        await insert(
-            s.throttle, key="a" * 64, attempts=3, last_ts=now, blocked_until=now + 4
-        )
+        await insert(s.throttle, key="a" * 64, attempts=3, last_ts=now, blocked_until=now + 4)
         await insert(
             s.password_reset,
             user_id=bob,
