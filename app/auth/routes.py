@@ -69,6 +69,19 @@ def _policies(settings: Settings) -> tuple[throttle.Policy, throttle.Policy]:
     return per_user, per_client
 
 
+async def admit_password_guess(
+    request: Request[Any, Any, Any], state: State, settings: Settings, username: str, now: int
+) -> None:
+    """Count one guess at ``username``'s password from this client (429 when throttled)."""
+    per_user, _ = _policies(settings)
+    key = throttle.user_key(username, _client(request))
+    wait = await throttle.admit(state.engine, [(key, per_user)], now)
+    if wait:
+        raise ResourceExhausted(
+            f"too many password attempts from this client: retry in {wait} s", retry_after=wait
+        )
+
+
 def check_credential_request(request: Request[Any, Any, Any], settings: Settings) -> None:
     """JSON only, and not from another site (login CSRF; see app.auth.origin)."""
     check_json_same_origin(

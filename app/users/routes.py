@@ -14,6 +14,7 @@ from app.access.caller import Caller
 from app.api.responses import errors
 from app.api.structs import Out, resource_id, rfc3339
 from app.auth import audit, reset
+from app.auth.routes import admit_password_guess
 from app.db.schema import user_account
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import FailedPrecondition, PermissionDenied, Unauthenticated
@@ -101,6 +102,8 @@ class UserController(Controller):
     )
     async def update_user(
         self,
+        request: Request[Any, Any, Any],
+        settings: Settings,
         db: AsyncConnection,
         state: State,
         caller: Caller,
@@ -112,10 +115,14 @@ class UserController(Controller):
             str | None, Parameter(query="update_mask", max_length=512)
         ] = None,
     ) -> User:
-        target = await service.get_user(db, _username(user))
         paths = service.user_mask(
             update_mask if update_mask is not None else update_mask_snake, data
         )
+        if "password" in paths:
+            # Guesses at the current password count like sign-in guesses (before any
+            # statement of this request, so no write lock is held meanwhile).
+            await admit_password_guess(request, state, settings, caller.username, now)
+        target = await service.get_user(db, _username(user))
         row = await service.update_user(db, state.hasher, caller, target, data, paths, now)
         return user_out(row, private=True)
 

@@ -272,3 +272,22 @@ async def test_reset_links_are_stored_hashed(alice: Actor, bob: Actor, settings:
         await engine.dispose()
     assert len(stored) == 1 and token not in stored[0] and len(stored[0]) == 64
     assert await _count_resets(settings) == 1
+
+
+async def test_current_password_guesses_are_throttled(
+    client: AsyncTestClient[Any], bob: Actor, monkeypatch: Any
+) -> None:
+    """A stolen session cannot brute-force the current password to take the account."""
+    monkeypatch.setattr("time.time", lambda: 1_900_000_000.5)
+    await bob_signs_in_again(client, bob, "password-1")  # a session under the frozen clock
+    for i in range(10):
+        r = await bob.patch(
+            "/api/v1/users/bob?updateMask=password",
+            json={"password": "taken-over-1", "currentPassword": f"guess-{i}"},
+        )
+        assert r.status_code == 403
+    r = await bob.patch(
+        "/api/v1/users/bob?updateMask=password",
+        json={"password": "taken-over-1", "currentPassword": "password-1"},
+    )
+    assert r.status_code == 429
