@@ -118,7 +118,7 @@ class UserController(Controller):
         paths = service.user_mask(
             update_mask if update_mask is not None else update_mask_snake, data
         )
-        if "password" in paths:
+        if "password" in paths and _username(user) == caller.username:
             # Guesses at the current password count like sign-in guesses (before any
             # statement of this request, so no write lock is held meanwhile).
             await admit_password_guess(request, state, settings, caller.username, now)
