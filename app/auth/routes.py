@@ -144,6 +144,7 @@ class AuthController(Controller):
             raise Unauthenticated("incorrect username or password, or the user is deactivated")
         await throttle.forget(state.engine, user_key)
         await throttle.credit(state.engine, client_key, per_client)
+        await throttle.prune(state.engine, now)
         if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
             await db.execute(
                 user_account.update()

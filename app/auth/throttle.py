@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -36,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import throttle as table
 
+PRUNE_AFTER = 24 * 3600  # idle seconds after which any key is deleted (>= every policy's quiet)
 CAS_ATTEMPTS = 20  # compare-and-set retries under contention before failing closed
 
 
@@ -115,6 +117,17 @@ def named_key(*parts: str) -> str:
     return _digest(*parts)
 
 
+def _write(engine: AsyncEngine) -> Any:
+    """A short write transaction of its own (the request's rolls back with a 401/409).
+
+    The one place throttle writes open a transaction: with the transaction
+    module of decision 0018 this becomes its ``write_transaction(engine)``.
+    Throttle writes run before the request's own write begins, or after it
+    ended (app.memos.chosen_ids), never while it holds the write lock.
+    """
+    return engine.begin()
+
+
 async def _load(engine: AsyncEngine, key: str) -> KeyState | None:
     async with engine.connect() as conn:
         row = (
@@ -132,7 +145,7 @@ async def _load(engine: AsyncEngine, key: str) -> KeyState | None:
 async def _swap(engine: AsyncEngine, key: str, old: KeyState | None, new: KeyState) -> bool:
     """Write ``new`` if the row still holds ``old``; False when another attempt won."""
     values = {"attempts": new.attempts, "last_ts": new.last_ts, "blocked_until": new.blocked_until}
-    async with engine.begin() as conn:
+    async with _write(engine) as conn:
         if old is None:
             try:
                 async with conn.begin_nested():
@@ -188,7 +201,7 @@ async def admit(engine: AsyncEngine, keys: list[tuple[str, Policy]], now: int) -
 
 async def forget(engine: AsyncEngine, key: str) -> None:
     """A successful sign-in clears its ``(username, client)`` key."""
-    async with engine.begin() as conn:
+    async with _write(engine) as conn:
         await conn.execute(table.delete().where(table.c.key == key))
 
 
@@ -200,9 +213,10 @@ async def credit(engine: AsyncEngine, key: str, policy: Policy) -> None:
             return
 
 
-async def prune(engine: AsyncEngine, now: int, quiet: int) -> None:
-    """Delete keys idle for longer than ``quiet`` and not blocked (housekeeping)."""
-    async with engine.begin() as conn:
+async def prune(engine: AsyncEngine, now: int, quiet: int = PRUNE_AFTER) -> None:
+    """Delete keys idle for longer than ``quiet`` and not blocked (housekeeping, on each
+    successful sign-in). Invisible to the rule: :func:`decide` treats such a key as new."""
+    async with _write(engine) as conn:
         await conn.execute(
             table.delete().where(table.c.last_ts < now - quiet, table.c.blocked_until <= now)
         )

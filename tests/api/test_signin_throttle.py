@@ -192,3 +192,41 @@ def test_throttle_rule_is_a_pure_function() -> None:
     assert throttle.decide(state, now + 100, policy).state.attempts == 1  # forgotten when quiet
     assert throttle.client_of("2001:db8::1") == throttle.client_of("2001:db8::ffff:1")
     assert throttle.client_of("::ffff:192.0.2.1") == "192.0.2.1"
+
+
+async def test_idle_keys_are_pruned_on_a_successful_sign_in(
+    client: AsyncTestClient[Any], settings: Settings
+) -> None:
+    import sqlalchemy as sa
+
+    from app.db.engine import create_engine
+    from app.db.schema import throttle as table
+
+    await sign_up(client, "alice")
+    now = 1_900_000_000
+    engine = create_engine(settings.database_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                table.insert(),
+                [
+                    {
+                        "key": "old" + "0" * 61,
+                        "attempts": 9,
+                        "last_ts": now - 90_000,
+                        "blocked_until": 0,
+                    },
+                    {
+                        "key": "new" + "0" * 61,
+                        "attempts": 9,
+                        "last_ts": now - 60,
+                        "blocked_until": 0,
+                    },
+                ],
+            )
+        assert (await client.post(SIGNIN, json=creds("alice", "password-1"))).status_code == 200
+        async with engine.connect() as conn:
+            keys = set((await conn.execute(sa.select(table.c.key))).scalars())
+    finally:
+        await engine.dispose()
+    assert "new" + "0" * 61 in keys and "old" + "0" * 61 not in keys
