@@ -28,6 +28,7 @@ from app.auth.passwords import (
 )
 from app.auth.secrets import SESSION_PREFIX, digest, new_secret
 from app.db.schema import auth_session, user_account
+from app.db.transactions import read_phase
 from app.deps import requires_user
 from app.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from app.settings import Settings
@@ -130,11 +131,12 @@ class AuthController(Controller):
             raise ResourceExhausted(
                 f"too many sign-in attempts from this client: retry in {wait} s", retry_after=wait
             )
-        row = (
-            await db.execute(
-                sa.select(user_account).where(user_account.c.username == creds.username)
-            )
-        ).first()
+        async with read_phase(db):  # the password is checked with no write lock held
+            row = (
+                await db.execute(
+                    sa.select(user_account).where(user_account.c.username == creds.username)
+                )
+            ).first()
         if row is None:
             await verify_dummy(state.hasher, creds.password)
             ok = False
@@ -146,10 +148,11 @@ class AuthController(Controller):
         await throttle.credit(state.engine, client_key, per_client)
         await throttle.prune(state.engine, now)
         if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
+            rehashed = await hash_password(state.hasher, creds.password)
             await db.execute(
                 user_account.update()
                 .where(user_account.c.id == row.id)
-                .values(password_hash=await hash_password(state.hasher, creds.password))
+                .values(password_hash=rehashed)
             )
         token = new_secret(SESSION_PREFIX)
         csrf = secrets.token_urlsafe(24)

@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import throttle as table
+from app.db.transactions import write_transaction
 
 PRUNE_AFTER = 24 * 3600  # idle seconds after which any key is deleted (>= every policy's quiet)
 CAS_ATTEMPTS = 20  # compare-and-set retries under contention before failing closed
@@ -120,12 +121,12 @@ def named_key(*parts: str) -> str:
 def _write(engine: AsyncEngine) -> Any:
     """A short write transaction of its own (the request's rolls back with a 401/409).
 
-    The one place throttle writes open a transaction: with the transaction
-    module of decision 0018 this becomes its ``write_transaction(engine)``.
-    Throttle writes run before the request's own write begins, or after it
-    ended (app.memos.chosen_ids), never while it holds the write lock.
+    Decision 0018's ``write_transaction`` (BEGIN IMMEDIATE behind the writer
+    gate on SQLite). Throttle writes run before the request's own write
+    begins, or after it ended (app.memos.chosen_ids), never while it holds
+    the write lock, which would make them wait for themselves.
     """
-    return engine.begin()
+    return write_transaction(engine)
 
 
 async def _load(engine: AsyncEngine, key: str) -> KeyState | None:
