@@ -79,12 +79,14 @@ def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHa
 
 
 def requires_session(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Keys cannot mint keys: only a session or a sign-in token passes."""
+    """Keys cannot mint keys nor manage credentials: only a session or a sign-in token passes."""
     user = connection.scope.get("user")
     if not isinstance(user, Caller):
         raise Unauthenticated("authentication required")
     if user.pat_id is not None:
-        raise PermissionDenied("personal access tokens cannot manage tokens: sign in instead")
+        raise PermissionDenied(
+            "personal access tokens cannot manage tokens or credentials: sign in instead"
+        )
 
 
 def management_plane(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,11 +14,12 @@ from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
 from app.api.json_depth import JsonDepthMiddleware
+from app.api.reference import ReferenceRenderPlugin
+from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
@@ -35,6 +37,7 @@ from app.instance.secret import instance_secret
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
+from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
@@ -63,15 +66,43 @@ _CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)\Z", re.DOTALL)
 
 
 class Daybook(Litestar):
-    """Litestar, with the custom-method rewrite applied before routing."""
+    """Litestar, with what must run before routing for every request.
+
+    - Forwarded headers (``X-Forwarded-For``/``-Proto``) are believed only from
+      ``trusted_proxies`` (uvicorn's ``ProxyHeadersMiddleware``, applied here so
+      that every ASGI server behaves alike; ``daybook serve`` turns uvicorn's
+      own handling off, which by default trusts loopback). The client address
+      keys sign-in throttling, so a spoofable one would rotate it away.
+    - The custom-method rewrite (below).
+    - A CSP on every HTML response (``app.api.security_headers``).
+    """
+
+    _proxied: Any = None
+
+    def trust_proxies(self, trusted: str) -> None:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        if trusted.strip():
+            self._proxied = ProxyHeadersMiddleware(self._route, trusted_hosts=trusted)  # type: ignore[arg-type]
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
-        if scope["type"] == ScopeType.HTTP:
-            match = _CUSTOM_METHOD.match(scope["path"])
-            if match:
-                scope["path"] = f"{match.group(1)}/:{match.group(2)}"
-                scope["raw_path"] = scope["path"].encode()
-        await super().__call__(scope, receive, send)
+        if scope["type"] != ScopeType.HTTP:
+            await super().__call__(scope, receive, send)
+            return
+        match = _CUSTOM_METHOD.match(scope["path"])
+        if match:
+            scope["path"] = f"{match.group(1)}/:{match.group(2)}"
+            scope["raw_path"] = scope["path"].encode()
+        send = with_html_csp(send)
+        if self._proxied is not None:
+            await self._proxied(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+        if chosen_ids.SCOPE_FLAG in scope:  # after the request's transaction (decision 0023)
+            await chosen_ids.count_marked(dict(scope), self.state.engine, int(time.time()))
 
 
 @get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)
@@ -112,7 +143,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
     auth = DefineMiddleware(
         AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
     )
-    return Daybook(
+    app = Daybook(
         route_handlers=[
             healthz,
             readyz,
@@ -168,10 +199,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             version=__version__,
             description="Memos-compatible REST API with spaces, restricted keys and search.",
             path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
+            render_plugins=[ReferenceRenderPlugin()],
         ),
         logging_config=None,
     )
+    app.trust_proxies(settings.trusted_proxies)
+    return app
 
 
 def _state(settings: Settings) -> Any:

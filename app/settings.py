@@ -29,8 +29,16 @@ class Settings:
     attachment_size_limit: int = 32 * 1024 * 1024
     import_max_bytes: int = 2 * 1024 * 1024 * 1024  # one Memos export archive, compressed
     session_lifetime: int = 30 * 24 * 3600
+    # Sign-in throttling (app.auth.throttle): free attempts per (username, client)
+    # (five times as many per client), then a doubling back-off; a key is
+    # forgotten after this many quiet seconds.
     signin_failure_window: int = 15 * 60
     signin_failure_limit: int = 10
+    # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed: comma-separated
+    # addresses or networks ("10.0.0.0/8,::1"), "*" for any. Empty: none, the
+    # TCP peer is the client (uvicorn's own default trusts loopback; ours does not).
+    trusted_proxies: str = ""
+    reset_link_lifetime: int = 24 * 3600  # seconds a one-time password reset link lives
     password_hasher: str = "argon2id"  # noqa: S105 ("cheap" only in tests)
     log_format: str = "console"  # console | json
     # Search (app.search): the embedding model, and whether this process runs the
@@ -77,6 +85,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "data_dir": ("DAYBOOK_DATA", Path),
     "database_url": ("DAYBOOK_DATABASE_URL", str),
     "public_url": ("DAYBOOK_PUBLIC_URL", str),
+    "trusted_proxies": ("DAYBOOK_TRUSTED_PROXIES", str),
     "log_format": ("DAYBOOK_LOG_FORMAT", str),
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),

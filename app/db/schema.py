@@ -377,17 +377,48 @@ memo_event = sa.Table(
     sa.Index(None, "memo_id", "id"),
 )
 
-# Failed sign-ins, counted in the database so that every process behind a
-# load balancer sees the same window.
-signin_failure = sa.Table(
-    "signin_failure",
+# Throttling (app.auth.throttle), in the database so that every process on one
+# database shares it. One row per key: a SHA-256 digest of ("user", username,
+# client), ("client", client) for sign-in, or ("memo-id", user id) for taken
+# memo ids (decision 0023); never the raw values.
+throttle = sa.Table(
+    "throttle",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("last_ts", Timestamp, nullable=False),
+    sa.Column("blocked_until", Timestamp, nullable=False),
+)
+
+# One-time password reset links (app.auth.reset): only the SHA-256 digest of the
+# secret is stored, so several processes agree and a database dump reveals none.
+password_reset = sa.Table(
+    "password_reset",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("username", sa.String(64), nullable=False),
-    sa.Column("remote", sa.String(64), nullable=False),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("issued_by", sa.String(64), nullable=False),  # users/<admin> or "cli"
     sa.Column("created_ts", Timestamp, nullable=False),
-    sa.Index(None, "username", "created_ts"),
-    sa.Index(None, "remote", "created_ts"),
+    sa.Column("expires_ts", Timestamp, nullable=False),
+    sa.Column("used_ts", Timestamp, nullable=True),
+    sa.Index(None, "user_id"),
+)
+
+# Security events about accounts (reset links issued and used, password
+# changes). No foreign keys: an event outlives the users it names.
+audit_event = sa.Table(
+    "audit_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.String(80), nullable=False),  # users/<name>, "cli" or "reset-link"
+    sa.Column("target_user_id", sa.Integer, nullable=True),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Index(None, "target_user_id", "id"),
 )
 
 

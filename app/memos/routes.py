@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from litestar import Controller, Response, delete, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
+from litestar.datastructures import State
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -15,9 +16,9 @@ from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
 from app.deps import requires_user
-from app.errors import InvalidArgument, Unauthenticated
+from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
-from app.memos import schemas
+from app.memos import chosen_ids, schemas
 from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
@@ -96,7 +97,9 @@ class MemoController(Controller):
     )
     async def create_memo(
         self,
+        request: Request[Any, Any, Any],
         db: AsyncConnection,
+        state: State,
         caller: Caller,
         access: AccessSettings,
         now: int,
@@ -104,7 +107,21 @@ class MemoController(Controller):
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
         await prerender(data.content, access.content_length_limit)  # before the write lock
-        new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+        if memo_id:
+            await chosen_ids.refuse_if_throttled(state.engine, caller, now)
+        try:
+            new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+        except AlreadyExists:
+            if not memo_id:
+                raise
+            uid = valid_uid(memo_id)
+            raise await chosen_ids.taken(
+                request.scope,
+                db,
+                caller,
+                uid,
+                access.access_mode,
+            ) from None
         return await _one(db, new_id, caller, access)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())

@@ -26,6 +26,8 @@ class User(Out):
 class UserIn(In):
     username: Name | msgspec.UnsetType = msgspec.UNSET
     password: Password | msgspec.UnsetType = msgspec.UNSET
+    # Required with a new password: a password change proves the current one.
+    current_password: Password | msgspec.UnsetType = msgspec.UNSET
     role: Enum | msgspec.UnsetType = msgspec.UNSET
     state: Enum | msgspec.UnsetType = msgspec.UNSET
     email: Title | msgspec.UnsetType = msgspec.UNSET

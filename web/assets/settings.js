@@ -32,13 +32,14 @@ function profileSection() {
 }
 
 function passwordSection(onSignedIn) {
+  const [row0, current] = field(t("currentPassword"), h("input", { class: "input", type: "password", autocomplete: "current-password", required: true }));
   const [row1, pw] = field(t("newPassword"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true, minlength: "8" }));
   const [row2, pw2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true }));
   return card(t("changePassword"), h("form", { class: "stack", onsubmit: async (e) => {
     e.preventDefault();
     if (pw.value !== pw2.value) { toast(t("passwordMismatch"), "error"); return; }
     try {
-      await api(user(), { method: "PATCH", query: { updateMask: "password" }, body: { password: pw.value } });
+      await api(user(), { method: "PATCH", query: { updateMask: "password" }, body: { password: pw.value, currentPassword: current.value } });
       // A password change ends every session, this one included: sign in again.
       const res = await api("/auth/signin", { method: "POST",
         body: { passwordCredentials: { username: state.me.username, password: pw.value } } });
@@ -46,7 +47,7 @@ function passwordSection(onSignedIn) {
       toast(t("passwordChanged"));
     } catch { /* toasted */ }
   } }, h("input", { type: "text", name: "username", autocomplete: "username", value: state.me.username, hidden: true, readonly: true }),
-  row1, row2, h("div", {}, h("button", { class: "btn primary", type: "submit" }, t("changePassword")))));
+  row0, row1, row2, h("div", {}, h("button", { class: "btn primary", type: "submit" }, t("changePassword")))));
 }
 
 function tokensSection() {

@@ -121,6 +121,7 @@ export default {
   description: "About",
   saveProfile: "Save profile",
   changePassword: "Change password",
+  currentPassword: "Current password",
   newPassword: "New password",
   passwordChanged: "Password changed.",
   tokens: "Access tokens",
