@@ -49,8 +49,9 @@ from app.shares.routes import MemoShareController, SharedMemoController
 from app.spaces.access_routes import SpaceAccessController
 from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
+from app.users.batch_routes import UserBatchController
 from app.users.routes import UserController
-from app.views.routes import MemoViewController
+from app.views.routes import MemoViewController, ShortcutController
 from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
@@ -118,6 +119,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             readyz,
             openapi_document,
             AuthController,
+            UserBatchController,  # before UserController: /:batchGet, /:stats are static
             UserController,
             PortabilityController,
             TokenController,
@@ -136,6 +138,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             FeedController,
             InstanceController,
             MemoViewController,
+            ShortcutController,
             SpaceController,
             SpaceAccessController,
             mcp.route_handler,

@@ -19,6 +19,7 @@ from app.db.schema import memo as memo_table
 from app.deps import requires_user
 from app.instance.store import AccessSettings
 from app.memos import schemas
+from app.memos.bindings import bind
 from app.memos.listing import ListQuery
 from app.memos.lookup import MemoName, comment_placement, readable_memo
 from app.memos.present import present, present_one
@@ -92,4 +93,5 @@ class CommentController(Controller):
         ctx = WriteContext(caller, access, now)
         new_id = await create_comment(db, ctx, parent, data, comment_id or memo_id or None)
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        await bind(db, caller, access.access_mode, row, data)  # a comment's attachments
         return await present_one(db, row, caller, access.access_mode)

@@ -18,6 +18,7 @@ from app.deps import requires_user
 from app.errors import InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos import schemas
+from app.memos.bindings import bind
 from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
@@ -62,7 +63,7 @@ class MemoController(Controller):
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
         filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
-        memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
+        memo_state: Annotated[str | None, Parameter(query="state", max_length=32)] = None,
         view: View = None,
     ) -> schemas.ListMemosResponse:
         if caller is None and access.access_mode.value == "PRIVATE":
@@ -103,7 +104,9 @@ class MemoController(Controller):
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
         new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
-        return await _one(db, new_id, caller, access)
+        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        await bind(db, caller, access.access_mode, row, data)
+        return await present_one(db, row, caller, access.access_mode)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
     async def get_memo(
@@ -147,6 +150,8 @@ class MemoController(Controller):
         if not paths:
             raise InvalidArgument("updateMask: nothing to update")
         await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
+        if paths & {"attachments", "relations"}:
+            await bind(db, caller, access.access_mode, row, data, paths)
         out = await _one(db, row.id, caller, access)
         return Response(out, headers={"ETag": out.etag})
 

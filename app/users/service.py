@@ -139,9 +139,13 @@ MASK_FIELDS = {
     "state": "state",
     "email": "email",
     "nickname": "nickname",
+    "displayname": "nickname",
     "description": "description",
     "avatarurl": "avatar_url",
 }
+# Output-only paths a Memos client may name (a mask built from the whole
+# resource): nothing to change, so they are ignored as Memos ignores them.
+IGNORED_MASK_PATHS = {"name", "createtime", "updatetime"}
 
 
 def user_mask(mask: str | None, data: UserIn) -> set[str]:
@@ -154,6 +158,8 @@ def user_mask(mask: str | None, data: UserIn) -> set[str]:
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
+        if key in IGNORED_MASK_PATHS:
+            continue
         if key not in MASK_FIELDS:
             raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
         paths.add(MASK_FIELDS[key])

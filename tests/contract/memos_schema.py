@@ -46,9 +46,7 @@ OPTIONAL_SCALARS: dict[str, set[str]] = {
 # Duration): unset means absent, not "".
 MESSAGE_FORMATS = {"date-time", "field-mask", "duration"}
 
-_RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z"
-)
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
 _INT64 = re.compile(r"-?\d{1,19}\Z")
 
 

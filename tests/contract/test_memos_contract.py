@@ -123,6 +123,15 @@ SCRIPT: tuple[Call, ...] = (
         save=_keep_token,
     ),
     Call(
+        "InstanceService_UpdateInstanceSetting",
+        "PATCH",
+        "/api/v1/instance/settings/ACCESS",
+        json={
+            "name": "instance/settings/ACCESS",
+            "accessSetting": {"accessMode": "INSTANCE_ACCESS_MODE_PUBLIC"},
+        },
+    ),
+    Call(
         "UserService_CreateUser",
         "POST",
         "/api/v1/users",
@@ -314,9 +323,7 @@ SCRIPT: tuple[Call, ...] = (
         "/api/v1/users/alice/personalAccessTokens",
         json={"parent": "users/alice", "description": "forever"},
     ),
-    Call(
-        "UserService_ListPersonalAccessTokens", "GET", "/api/v1/users/alice/personalAccessTokens"
-    ),
+    Call("UserService_ListPersonalAccessTokens", "GET", "/api/v1/users/alice/personalAccessTokens"),
     Call("UserService_DeletePersonalAccessToken", "DELETE", lambda c: f"/api/v1/{c['pat']}"),
     Call("UserService_ListUserSettings", "GET", "/api/v1/users/alice/settings"),
     Call("UserService_GetUserSetting", "GET", "/api/v1/users/alice/settings/GENERAL"),
@@ -340,15 +347,6 @@ SCRIPT: tuple[Call, ...] = (
     Call("InstanceService_GetInstanceSetting", "GET", "/api/v1/instance/settings/STORAGE"),
     Call("InstanceService_GetInstanceSetting", "GET", "/api/v1/instance/settings/TAGS"),
     Call("InstanceService_GetInstanceSetting", "GET", "/api/v1/instance/settings/NOTIFICATION"),
-    Call(
-        "InstanceService_UpdateInstanceSetting",
-        "PATCH",
-        "/api/v1/instance/settings/ACCESS",
-        json={
-            "name": "instance/settings/ACCESS",
-            "accessSetting": {"accessMode": "INSTANCE_ACCESS_MODE_PUBLIC"},
-        },
-    ),
     Call(
         "InstanceService_UpdateInstanceSetting",
         "PATCH",
@@ -408,28 +406,30 @@ async def _run_script(client: AsyncTestClient[Any]) -> Recorded:
     ctx: Ctx = {}
     for call in SCRIPT:
         headers = {}
-        if call.actor != "anon":
+        if call.actor != "anon" and call.actor in ctx:
             headers["Authorization"] = f"Bearer {ctx[call.actor]}"
-        r = await client.request(
-            call.method,
-            _v(call.path, ctx),
-            json=_v(call.json, ctx),
-            params=_v(call.params, ctx),
-            headers=headers,
-        )
+        try:
+            url, body_in, params = _v(call.path, ctx), _v(call.json, ctx), _v(call.params, ctx)
+        except KeyError as exc:  # an earlier call that this one builds on failed
+            recorded.calls.setdefault(call.op, []).append((call, -1, f"needs {exc}"))
+            continue
+        r = await client.request(call.method, url, json=body_in, params=params, headers=headers)
         client.cookies.clear()
         body = r.json() if r.content else None
         recorded.calls.setdefault(call.op, []).append((call, r.status_code, body))
         if r.status_code == call.status and call.save is not None:
             call.save(ctx, body)
-        if call.op == "UserService_CreateUser" and r.status_code == 200 and body:
-            if body.get("username") == "bob":
-                signin = await client.post(
-                    "/api/v1/auth/signin",
-                    json={"passwordCredentials": {"username": "bob", "password": "password-2"}},
-                )
-                client.cookies.clear()
-                ctx["bob"] = signin.json()["accessToken"]
+        if (
+            r.status_code == 200
+            and call.op == "UserService_CreateUser"
+            and body["username"] == "bob"
+        ):
+            signin = await client.post(
+                "/api/v1/auth/signin",
+                json={"passwordCredentials": {"username": "bob", "password": "password-2"}},
+            )
+            client.cookies.clear()
+            ctx["bob"] = signin.json()["accessToken"]
     return recorded
 
 
@@ -493,14 +493,14 @@ async def test_operation_matches_memos(recorded: Recorded, op: str) -> None:
         if call.status != 200:
             schema_name = "Status"
             problems += [f"{label}: {e}" for e in memos_schema.schema_errors(body, schema_name)]
-            problems += [f"{label}: missing {p}" for p in memos_schema.missing_defaults(body, schema_name)]
+            problems += [
+                f"{label}: missing {p}" for p in memos_schema.missing_defaults(body, schema_name)
+            ]
             continue
         if schema is None:
             if not isinstance(body, dict):
                 problems.append(f"{label}: not a JSON object: {body!r}")
             continue
         problems += [f"{label}: schema: {e}" for e in memos_schema.schema_errors(body, schema)]
-        problems += [
-            f"{label}: missing {p}" for p in memos_schema.missing_defaults(body, schema)
-        ]
-    assert problems == []
+        problems += [f"{label}: missing {p}" for p in memos_schema.missing_defaults(body, schema)]
+    assert not problems, "\n".join(problems)
