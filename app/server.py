@@ -22,6 +22,7 @@ from app.attachments.routes import AttachmentController, FileController, MemoAtt
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
+from app.auth.refresh import RefreshController
 from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
@@ -51,6 +52,7 @@ from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
 from app.users.batch_routes import UserBatchController
 from app.users.routes import UserController
+from app.users.settings_routes import UserSettingController
 from app.views.routes import MemoViewController, ShortcutController
 from app.webui import WEB_HANDLERS
 
@@ -119,8 +121,10 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             readyz,
             openapi_document,
             AuthController,
+            RefreshController,
             UserBatchController,  # before UserController: /:batchGet, /:stats are static
             UserController,
+            UserSettingController,
             PortabilityController,
             TokenController,
             SearchController,  # before MemoController: /:search is static

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.caller import Caller
 from app.api.structs import USERNAME_RE
 from app.auth.passwords import hash_password
-from app.db.schema import auth_session, user_account
+from app.db.schema import auth_session, instance_setting, user_account
 from app.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -235,3 +235,7 @@ async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> Non
         raise FailedPrecondition("the last active admin cannot be deleted")
     await refuse_if_last_space_admin(conn, target.id, "be deleted")
     await conn.execute(user_account.delete().where(user_account.c.id == target.id))
+    # Its settings (app.users.settings_routes): an id SQLite may hand out again.
+    await conn.execute(
+        instance_setting.delete().where(instance_setting.c.name.like(f"user:{target.id}:%"))
+    )
