@@ -33,6 +33,7 @@ from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.instance.secret import instance_secret
+from app.links.routes import LinkMetadataController
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
@@ -128,6 +129,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             PortabilityController,
             TokenController,
             SearchController,  # before MemoController: /:search is static
+            LinkMetadataController,  # before MemoController: /-/linkMetadata is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
             MemoController,
