@@ -26,7 +26,7 @@ from litestar.testing import AsyncTestClient
 from app.server import create_app, openapi_json
 from app.settings import Settings
 from tests.conftest import Templates, _admin_exec
-from tests.contract import memos_schema
+from tests.contract import memos_schema, pages
 
 Ctx = dict[str, Any]
 Value = Any | Callable[[Ctx], Any]
@@ -363,6 +363,18 @@ SCRIPT: tuple[Call, ...] = (
         "/api/v1/instance/settings:batchGet",
         json={"names": ["instance/settings/GENERAL", "instance/settings/ACCESS"]},
     ),
+    Call(
+        "MemoService_GetLinkMetadata",
+        "GET",
+        "/api/v1/memos/-/linkMetadata",
+        params=lambda c: {"url": f"http://localhost:{c['port']}/page"},
+    ),
+    Call(
+        "MemoService_BatchGetLinkMetadata",
+        "POST",
+        "/api/v1/memos/-/linkMetadata:batchGet",
+        json=lambda c: {"urls": [f"http://localhost:{c['port']}/page", "http://10.0.0.1/"]},
+    ),
     Call("AttachmentService_ListAttachments", "GET", "/api/v1/attachments"),
     Call("AttachmentService_GetAttachment", "GET", lambda c: f"/api/v1/{c['att']}"),
     Call(
@@ -395,7 +407,7 @@ class Recorded:
     daybook_operations: set[str] = field(default_factory=set)
 
 
-async def _run_script(client: AsyncTestClient[Any]) -> Recorded:
+async def _run_script(client: AsyncTestClient[Any], port: int) -> Recorded:
     recorded = Recorded()
     recorded.daybook_operations = {
         op["operationId"]
@@ -403,7 +415,7 @@ async def _run_script(client: AsyncTestClient[Any]) -> Recorded:
         for op in item.values()
         if isinstance(op, dict) and "operationId" in op
     }
-    ctx: Ctx = {}
+    ctx: Ctx = {"port": port}
     for call in SCRIPT:
         headers = {}
         if call.actor != "anon" and call.actor in ctx:
@@ -452,10 +464,12 @@ async def recorded(dialect: str, templates: Templates) -> AsyncIterator[Recorded
         password_hasher="cheap",
         secret="test-secret",
         log_format="json",
+        link_preview_allow_private="localhost",
     )
     try:
-        async with AsyncTestClient(app=create_app(settings)) as client:
-            yield await _run_script(client)
+        with pages.serve() as port:
+            async with AsyncTestClient(app=create_app(settings)) as client:
+                yield await _run_script(client, port)
     finally:
         if dialect != "sqlite":
             assert templates.pg_root is not None
