@@ -312,6 +312,7 @@ class InstanceController(Controller):
     @post(
         "/settings/:batchGet",
         operation_id="InstanceService_BatchGetInstanceSettings",
+        opt={"tx": "read"},
         status_code=200,
         guards=[management_plane],
         responses=errors(),

@@ -91,6 +91,7 @@ class LinkMetadataController(Controller):
     @post(
         "/:batchGet",
         operation_id="MemoService_BatchGetLinkMetadata",
+        opt={"tx": "read"},
         status_code=200,
         responses=errors(),
     )

@@ -48,7 +48,11 @@ class UserBatchController(Controller):
     tags = ("UserService",)
 
     @post(
-        "/:batchGet", operation_id="UserService_BatchGetUsers", status_code=200, responses=errors()
+        "/:batchGet",
+        operation_id="UserService_BatchGetUsers",
+        opt={"tx": "read"},
+        status_code=200,
+        responses=errors(),
     )
     async def batch_get(
         self,
