@@ -312,3 +312,18 @@ async def test_user_settings_general(alice: Actor, bob: Actor) -> None:
     # bob's settings are his own: alice's change did not reach them.
     theirs = (await bob.get("/api/v1/users/bob/settings/GENERAL")).json()["generalSetting"]
     assert theirs["locale"] == "en"
+
+
+async def test_batch_create_refuses_bindings_it_would_drop(alice: Actor) -> None:
+    att = await _upload(alice)
+    before = await _count_memos(alice)
+    r = await alice.post(
+        "/api/v1/memos:batchCreate",
+        json={
+            "memos": [{"content": "a"}, {"content": "b", "attachments": [{"name": att["name"]}]}]
+        },
+    )
+    assert r.status_code == 400 and "memos[1].attachments" in r.json()["message"], r.text
+    assert await _count_memos(alice) == before
+    r = await alice.post("/api/v1/memos:batchCreate", json={"memos": [{"content": "c"}]})
+    assert r.status_code == 200, r.text
