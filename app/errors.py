@@ -22,6 +22,8 @@ from litestar.exceptions import (
 )
 from sqlalchemy.exc import DBAPIError
 
+from app.api.messages import reword
+
 log = structlog.get_logger("daybook.errors")
 
 
@@ -133,9 +135,9 @@ def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException
     parts = []
     for item in extra:
         if isinstance(item, dict):
-            key, message = item.get("key"), item.get("message", "invalid value")
-            parts.append(f"{key}: {message}" if key else str(message))
-    message = "; ".join(parts) or str(exc.detail) or "invalid request"
+            key, message = item.get("key"), reword(str(item.get("message", "invalid value")))
+            parts.append(f"{key}: {message}" if key else message)
+    message = "; ".join(parts) or reword(str(exc.detail or "")) or "invalid request"
     return _body(400, 3, f"invalid argument: {message}")
 
 

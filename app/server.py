@@ -24,6 +24,7 @@ from app.attachments.routes import AttachmentController, FileController, MemoAtt
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
+from app.auth.refresh import RefreshController
 from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
@@ -34,6 +35,7 @@ from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.instance.secret import instance_secret
+from app.links.routes import LinkMetadataController
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
@@ -52,8 +54,10 @@ from app.shares.routes import MemoShareController, SharedMemoController
 from app.spaces.access_routes import SpaceAccessController
 from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
+from app.users.batch_routes import UserBatchController
 from app.users.routes import UserController
-from app.views.routes import MemoViewController
+from app.users.settings_routes import UserSettingController
+from app.views.routes import MemoViewController, ShortcutController
 from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
@@ -149,10 +153,14 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             readyz,
             openapi_document,
             AuthController,
+            RefreshController,
+            UserBatchController,  # before UserController: /:batchGet, /:stats are static
             UserController,
+            UserSettingController,
             PortabilityController,
             TokenController,
             SearchController,  # before MemoController: /:search is static
+            LinkMetadataController,  # before MemoController: /-/linkMetadata is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
             MemoController,
@@ -167,6 +175,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             FeedController,
             InstanceController,
             MemoViewController,
+            ShortcutController,
             SpaceController,
             SpaceAccessController,
             mcp.route_handler,

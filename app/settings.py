@@ -62,6 +62,11 @@ class Settings:
     s3_secret_access_key: str = field(default="", repr=False)
     s3_use_path_style: bool = False
     s3_prefix: str = "attachments/"
+    # Link previews (app.links): non-global destinations the server may fetch
+    # anyway ("10.0.0.0/8, wiki.internal"; none by default), and the bounds.
+    link_preview_allow_private: str = ""
+    link_preview_timeout: float = 5.0
+    link_preview_max_bytes: int = 512 * 1024
 
     @property
     def sqlite_path(self) -> Path:
@@ -101,6 +106,9 @@ _ENV: dict[str, tuple[str, type]] = {
     "s3_secret_access_key": ("DAYBOOK_S3_SECRET_ACCESS_KEY", str),
     "s3_use_path_style": ("DAYBOOK_S3_USE_PATH_STYLE", bool),
     "s3_prefix": ("DAYBOOK_S3_PREFIX", str),
+    "link_preview_allow_private": ("DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE", str),
+    "link_preview_timeout": ("DAYBOOK_LINK_PREVIEW_TIMEOUT", float),
+    "link_preview_max_bytes": ("DAYBOOK_LINK_PREVIEW_MAX_BYTES", int),
 }
 
 

@@ -21,6 +21,7 @@ from app.deps import requires_user
 from app.errors import AlreadyExists
 from app.instance.store import AccessSettings
 from app.memos import chosen_ids, schemas
+from app.memos.bindings import bind
 from app.memos.listing import ListQuery
 from app.memos.lookup import MemoName, comment_placement, readable_memo
 from app.memos.present import present, present_one
@@ -112,4 +113,5 @@ class CommentController(Controller):
                 access.access_mode,
             ) from None
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        await bind(db, caller, access.access_mode, row, data)  # a comment's attachments
         return await present_one(db, row, caller, access.access_mode)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.caller import Caller
 from app.api.responses import errors
 from app.deps import requires_user
-from app.errors import IdUnavailable
+from app.errors import IdUnavailable, InvalidArgument
 from app.instance.store import AccessSettings
 from app.memos import chosen_ids
 from app.memos.batch import BatchCreateMemosRequest, BatchCreateMemosResponse, batch_create
@@ -39,7 +39,18 @@ class MemoBatchController(Controller):
         now: int,
         data: BatchCreateMemosRequest,
     ) -> BatchCreateMemosResponse:
-        """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``."""
+        """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``.
+
+        Attachments and relations are not bound here (a batch would have to
+        check each against its own memo): naming any is a 400, never dropped.
+        """
+        for i, item in enumerate(data.memos):
+            for field in ("attachments", "relations"):
+                if getattr(item, field):  # UNSET and [] are falsy
+                    raise InvalidArgument(
+                        f"memos[{i}].{field}: not bound by batchCreate; create the memo, "
+                        f"then set its {field} (UpdateMemo or SetMemo{field.title()})"
+                    )
         if any(_chosen(item) for item in data.memos):
             await chosen_ids.refuse_if_throttled(state.engine, caller, now)
         try:

@@ -19,6 +19,7 @@ from app.deps import requires_user
 from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos import chosen_ids, schemas
+from app.memos.bindings import bind
 from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
@@ -64,7 +65,7 @@ class MemoController(Controller):
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
         filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
-        memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
+        memo_state: Annotated[str | None, Parameter(query="state", max_length=32)] = None,
         view: View = None,
     ) -> schemas.ListMemosResponse:
         if caller is None and access.access_mode.value == "PRIVATE":
@@ -122,7 +123,9 @@ class MemoController(Controller):
                 uid,
                 access.access_mode,
             ) from None
-        return await _one(db, new_id, caller, access)
+        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        await bind(db, caller, access.access_mode, row, data)
+        return await present_one(db, row, caller, access.access_mode)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
     async def get_memo(
@@ -168,6 +171,8 @@ class MemoController(Controller):
             await prerender(data.content, access.content_length_limit)  # before the write lock
         row = await load_for_read(db, uid, caller, access.access_mode)
         await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
+        if paths & {"attachments", "relations"}:
+            await bind(db, caller, access.access_mode, row, data, paths)
         out = await _one(db, row.id, caller, access)
         return Response(out, headers={"ETag": out.etag})
 

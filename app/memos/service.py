@@ -56,6 +56,23 @@ UPDATE_PATHS = {
     "location": "location",
     "space": "space",
     "tree": "tree",
+    "attachments": "attachments",  # bound by app.memos.bindings after the update
+    "relations": "relations",
+}
+# Output-only paths of Memos' Memo: a client building its mask from the whole
+# resource names them; there is nothing to change, so they are ignored as
+# Memos ignores them. Any other unknown path stays a 400 (docs/decisions/0027).
+IGNORED_PATHS = {
+    "name",
+    "creator",
+    "tags",
+    "property",
+    "snippet",
+    "reactions",
+    "parent",
+    "etag",
+    "origin",
+    "contenthtml",
 }
 TRACKED = (
     "content",
@@ -354,6 +371,8 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
                 "location",
                 "space",
                 "tree",
+                "attachments",
+                "relations",
             )
             if not isinstance(getattr(data, name), msgspec.UnsetType)
         }
@@ -363,6 +382,8 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
+        if key in IGNORED_PATHS:
+            continue
         path = UPDATE_PATHS.get(key) or UPDATE_PATHS.get(raw.strip())
         if path is None:
             raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")

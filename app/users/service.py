@@ -20,7 +20,7 @@ from app.auth.passwords import (
     password_bytes,
     verify_password,
 )
-from app.db.schema import auth_session, user_account
+from app.db.schema import auth_session, instance_setting, user_account
 from app.db.transactions import read_phase, serialize
 from app.errors import (
     AlreadyExists,
@@ -172,9 +172,13 @@ MASK_FIELDS = {
     "state": "state",
     "email": "email",
     "nickname": "nickname",
+    "displayname": "nickname",
     "description": "description",
     "avatarurl": "avatar_url",
 }
+# Output-only paths a Memos client may name (a mask built from the whole
+# resource): nothing to change, so they are ignored as Memos ignores them.
+IGNORED_MASK_PATHS = {"name", "createtime", "updatetime"}
 
 
 def user_mask(mask: str | None, data: UserIn) -> set[str]:
@@ -187,6 +191,8 @@ def user_mask(mask: str | None, data: UserIn) -> set[str]:
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
+        if key in IGNORED_MASK_PATHS:
+            continue
         if key not in MASK_FIELDS:
             raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
         paths.add(MASK_FIELDS[key])
@@ -317,3 +323,7 @@ async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> Non
         raise FailedPrecondition("the last active admin cannot be deleted")
     await refuse_if_last_space_admin(conn, target.id, "be deleted")
     await conn.execute(user_account.delete().where(user_account.c.id == target.id))
+    # Its settings (app.users.settings_routes): an id SQLite may hand out again.
+    await conn.execute(
+        instance_setting.delete().where(instance_setting.c.name.like(f"user:{target.id}:%"))
+    )
