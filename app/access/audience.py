@@ -29,6 +29,10 @@ from app.db.schema import memo, user_account
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
 PERSONAL_VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC")
+# The only states any read admits. Every other value denies on every path,
+# the creator included: ``TRASHED`` (app.memos.trash) is reachable only
+# through the creator's trash endpoints, which read the memo as it would be
+# restored (``app.memos.trash.RESTORED``) under this same predicate.
 MEMO_STATES = ("NORMAL", "ARCHIVED")
 USER_STATES = ("NORMAL", "ARCHIVED")
 
