@@ -38,6 +38,7 @@ from app.mcp.server import McpEndpoint
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
+from app.memos.revert_routes import MemoRevertController
 from app.memos.routes import MemoController
 from app.memos.trash import retention_job
 from app.memos.trash_routes import TrashController
@@ -135,6 +136,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             SearchController,  # before MemoController: /:search is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
+            MemoRevertController,
             TrashController,  # before MemoController and InstanceController: static paths
             MemoController,
             CommentController,
