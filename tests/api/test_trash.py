@@ -140,6 +140,9 @@ async def test_a_trashed_memo_is_on_no_read_path_for_anyone(
         blob = b"".join(z.read(n) for n in members)
     assert b"ZEBRA" not in blob and uid(w["doomed"]).encode() not in blob
     assert any(uid(w["live"]) in n for n in members)
+    # The trash is no list state: asking for it is a bad request, not a back door.
+    r = await alice.get("/api/v1/memos?state=TRASHED")
+    assert r.status_code == 400 and "ZEBRA" not in r.text
     # Writes through the trashed memo are refused as not found.
     r = await bob.post(f"/api/v1/{w['doomed']['name']}/comments", json={"content": "late"})
     assert r.status_code == 404
