@@ -33,7 +33,6 @@ from app.memos.service import WriteContext
 from app.settings import Settings
 
 
-
 class RevertIn(In):
     version: Any = None
 
