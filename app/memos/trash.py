@@ -412,32 +412,33 @@ class StoredFile:
 
 
 async def purge_groups(
-    conn: AsyncConnection, root_ids: Sequence[int], now: int, actor_id: int | None = None
+    conn: AsyncConnection,
+    root_ids: Sequence[int],
+    now: int,
+    actor: Caller | None = None,
 ) -> tuple[int, list[StoredFile]]:
     """Delete the trashed groups rooted at ``root_ids`` (in the caller's transaction).
 
     Answers how many memos were deleted and the files to remove after commit.
     Comments trashed on their own under a purged memo go with it (their
     parent is gone for good). Each deleted memo gets its DELETE event, so its
-    history ends there, as a hard delete's did.
+    history ends there, as a hard delete's did. The attachments and then the
+    memos are deleted with RETURNING, and only what this transaction deleted
+    is reported and logged: of two concurrent purges of one group (PostgreSQL,
+    READ COMMITTED), the second finds the rows gone and reports nothing.
     """
     if not root_ids:
         return 0, []
-    doomed = (
-        await conn.execute(
-            sa.select(memo)
-            .where(memo.c.state == TRASHED)
-            .where(
-                sa.or_(
-                    memo.c.id.in_(
-                        sa.select(memo_trash.c.memo_id).where(memo_trash.c.root_id.in_(root_ids))
-                    ),
-                    memo.c.parent_id.in_(root_ids),
-                )
-            )
-        )
-    ).all()
-    ids = [m.id for m in doomed]
+    members = sa.or_(
+        memo.c.id.in_(sa.select(memo_trash.c.memo_id).where(memo_trash.c.root_id.in_(root_ids))),
+        memo.c.parent_id.in_(root_ids),
+    )
+    ids = [
+        int(i)
+        for i in (
+            await conn.execute(sa.select(memo.c.id).where(memo.c.state == TRASHED, members))
+        ).scalars()
+    ]
     if not ids:
         return 0, []
     files = [
@@ -451,26 +452,30 @@ async def purge_groups(
         ).all()
         if k is not None
     ]
-    await conn.execute(
-        memo_event.insert(),
-        [
-            {
-                "memo_id": m.id,
-                "kind": "DELETE",
-                "actor_id": actor_id if actor_id is not None else m.creator_id,
-                "credential": {"kind": "session"}
-                if actor_id is not None
-                else {"kind": "retention"},
-                "prior_content": m.content,
-                "prior": {k: getattr(m, k) for k in TRACKED if k != "content"},
-                "version": m.version + 1,
-                "created_ts": now,
-            }
-            for m in doomed
-        ],
-    )
-    await conn.execute(memo.delete().where(memo.c.id.in_(ids)))
-    return len(ids), files
+    doomed = (
+        await conn.execute(
+            memo.delete().where(memo.c.id.in_(ids), memo.c.state == TRASHED).returning(*memo.c)
+        )
+    ).all()
+    if doomed:
+        credential = actor.origin() if actor is not None else {"kind": "retention"}
+        await conn.execute(
+            memo_event.insert(),
+            [
+                {
+                    "memo_id": m.id,
+                    "kind": "DELETE",
+                    "actor_id": actor.user_id if actor is not None else m.creator_id,
+                    "credential": credential,
+                    "prior_content": m.content,
+                    "prior": {k: getattr(m, k) for k in TRACKED if k != "content"},
+                    "version": m.version + 1,
+                    "created_ts": now,
+                }
+                for m in doomed
+            ],
+        )
+    return len(doomed), files
 
 
 async def purge_own(
@@ -493,7 +498,7 @@ async def purge_own(
                 )
             ).scalars()
         ]
-    return await purge_groups(conn, roots, now, caller.user_id)
+    return await purge_groups(conn, roots, now, caller)
 
 
 async def remove_files(store: storage.AttachmentStore, files: Sequence[StoredFile]) -> None:

@@ -393,3 +393,18 @@ async def test_trash_pages_are_keyset_and_tokens_are_checked(alice: Actor, bob: 
     r = await bob.get(f"/api/v1/users/bob/trash?pageToken={q(token)}")
     assert r.status_code == 400, r.text
     assert json.loads(r.text)["code"] == 3
+
+
+async def test_an_import_cannot_replace_a_trashed_memo(alice: Actor) -> None:
+    m = await alice.memo("exported, then trashed")
+    archive = (await alice.get("/api/v1/users/alice:exportMemos")).content
+    assert (await alice.delete(f"/api/v1/{m['name']}")).status_code == 200
+    r = await alice.post("/api/v1/users/alice:importMemos?conflictPolicy=REPLACE", content=archive)
+    assert r.status_code == 400, r.text
+    assert "trash" in r.text
+    assert (await alice.get(f"/api/v1/{m['name']}")).status_code == 404
+    r = await alice.post("/api/v1/users/alice:importMemos", content=archive)  # SKIP
+    assert r.status_code == 200, r.text
+    assert (await alice.get(f"/api/v1/{m['name']}")).status_code == 404
+    trash = (await alice.get("/api/v1/users/alice/trash")).json()["memos"]
+    assert [e["name"] for e in trash] == [m["name"]]
