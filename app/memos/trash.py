@@ -51,6 +51,7 @@ from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import Out, rfc3339
 from app.attachments import storage
 from app.db.schema import attachment, instance_setting, memo, memo_event, memo_trash
+from app.db.transactions import read_transaction, write_transaction
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from app.memos.service import TRACKED, WriteContext, may_write
 
@@ -527,7 +528,7 @@ async def claim_expired(
     has just claimed (so that row is skipped), and SQLite runs one writer at
     a time. A row is therefore claimed by exactly one process per lease.
     """
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         settings = await load_trash_settings(conn)
         if settings.retention_days == 0:
             return "", []
@@ -560,7 +561,7 @@ async def purge_expired(
     token, roots = await claim_expired(engine, now, limit)
     if not roots:
         return PurgeRun(0, 0, 0)
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         files = [
             StoredFile(str(t), str(k))
             for t, k in (
@@ -571,9 +572,8 @@ async def purge_expired(
                 )
             ).all()
         ]
-        await conn.rollback()
     await remove_files(store, files)
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         mine = [
             int(r)
             for r in (
