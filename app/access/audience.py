@@ -41,7 +41,11 @@ __all__ = [
 
 VISIBILITIES = tuple(Visibility)
 PERSONAL_VISIBILITIES = (Visibility.PRIVATE, Visibility.PROTECTED, Visibility.PUBLIC)
-MEMO_STATES = tuple(MemoState)
+# The only states any read admits. Every other value denies on every path,
+# the creator included: ``TRASHED`` (app.memos.trash) is reachable only
+# through the creator's trash endpoints, which read the memo as it would be
+# restored (``app.memos.trash.RESTORED``) under this same predicate.
+MEMO_STATES = (MemoState.NORMAL, MemoState.ARCHIVED)
 USER_STATES = ("NORMAL", "ARCHIVED")
 
 

@@ -38,8 +38,11 @@ _RANK = {v: i for i, v in enumerate(Visibility)}
 
 
 class MemoState(StrEnum):
+    """A memo's state. ``TRASHED`` is never readable (``audience.MEMO_STATES``)."""
+
     NORMAL = "NORMAL"
     ARCHIVED = "ARCHIVED"
+    TRASHED = "TRASHED"
 
 
 class Level(IntEnum):

@@ -377,6 +377,34 @@ memo_event = sa.Table(
     sa.Index(None, "memo_id", "id"),
 )
 
+# The trash (migration 0014): one row per memo in state TRASHED. A DELETE
+# moves a memo and its comments here together; ``root_id`` is the memo the
+# DELETE named, so a restore or a purge acts on exactly that group.
+# ``prior_state`` is what a restore puts back (NORMAL or ARCHIVED). The
+# retention job claims expired roots by writing ``claim_token`` and
+# ``claimed_ts`` (a lease), so several processes on one database never purge
+# the same group twice and a crashed claim is taken over after the lease.
+memo_trash = sa.Table(
+    "memo_trash",
+    metadata,
+    sa.Column(
+        "memo_id",
+        sa.Integer,
+        sa.ForeignKey("memo.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    sa.Column("root_id", sa.Integer, nullable=False),
+    sa.Column("prior_state", sa.String(16), nullable=False),
+    sa.Column("trashed_ts", Timestamp, nullable=False),
+    sa.Column("trashed_by", sa.Integer, nullable=False),
+    sa.Column("claim_token", sa.String(32), nullable=True),
+    sa.Column("claimed_ts", Timestamp, nullable=True),
+    sa.Index("ix_memo_trash_root_id", "root_id"),
+    # The retention scan: expired roots, oldest first.
+    sa.Index("ix_memo_trash_trashed_ts", "trashed_ts"),
+)
+
 # Throttling (app.auth.throttle), in the database so that every process on one
 # database shares it. One row per key: a SHA-256 digest of ("user", username,
 # client), ("client", client) for sign-in, or ("memo-id", user id) for taken

@@ -27,12 +27,12 @@ from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
     WriteContext,
     create_memo,
-    delete_memo,
     load_for_read,
     normalise_mask,
     prerender,
     update_memo,
 )
+from app.memos.trash import trash_memo
 from app.settings import Settings
 
 MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
@@ -186,7 +186,12 @@ class MemoController(Controller):
     async def delete_memo(
         self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoId
     ) -> dict[str, Any]:
+        """Move the memo (with its comments) to its creator's trash: 404 from now on.
+
+        Undo with ``POST /api/v1/memos/{memo}:undelete``; gone for good after the
+        retention period or ``:purge`` (app.memos.trash).
+        """
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
         row = await load_for_read(db, uid, caller, access.access_mode)
-        await delete_memo(db, WriteContext(caller, access, now), row)
+        await trash_memo(db, WriteContext(caller, access, now), row)
         return {}
