@@ -51,6 +51,8 @@ from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
 from app.users.routes import UserController
 from app.views.routes import MemoViewController
+from app.webhooks.delivery import webhook_lifespan
+from app.webhooks.routes import WebhookController
 from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
@@ -121,6 +123,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             UserController,
             PortabilityController,
             TokenController,
+            WebhookController,
             SearchController,  # before MemoController: /:search is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
@@ -160,6 +163,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             database,
             search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
+            webhook_lifespan(settings.webhook_worker),
         ],
         state=_state(settings),
         request_max_body_size=settings.max_request_body,

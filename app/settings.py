@@ -54,6 +54,18 @@ class Settings:
     s3_secret_access_key: str = field(default="", repr=False)
     s3_use_path_style: bool = False
     s3_prefix: str = "attachments/"
+    # Webhooks (app.webhooks): whether this process runs the delivery worker (off
+    # by default so tests opt in; load_settings turns it on unless
+    # DAYBOOK_WEBHOOK_WORKER=0), the private destinations it may reach
+    # (comma-separated IPs, CIDRs or host names; "" = public addresses only), and
+    # the delivery bounds: per-request time, retry backoff base and cap, attempts.
+    webhook_worker: bool = False
+    webhook_allow_private: str = ""
+    webhook_timeout: float = 10.0
+    webhook_retry_base: float = 5.0
+    webhook_retry_cap: float = 3600.0
+    webhook_max_attempts: int = 12
+    webhook_poll: float = 1.0
 
     @property
     def sqlite_path(self) -> Path:
@@ -92,6 +104,12 @@ _ENV: dict[str, tuple[str, type]] = {
     "s3_secret_access_key": ("DAYBOOK_S3_SECRET_ACCESS_KEY", str),
     "s3_use_path_style": ("DAYBOOK_S3_USE_PATH_STYLE", bool),
     "s3_prefix": ("DAYBOOK_S3_PREFIX", str),
+    "webhook_allow_private": ("DAYBOOK_WEBHOOK_ALLOW_PRIVATE", str),
+    "webhook_timeout": ("DAYBOOK_WEBHOOK_TIMEOUT", float),
+    "webhook_retry_base": ("DAYBOOK_WEBHOOK_RETRY_BASE", float),
+    "webhook_retry_cap": ("DAYBOOK_WEBHOOK_RETRY_CAP", float),
+    "webhook_max_attempts": ("DAYBOOK_WEBHOOK_MAX_ATTEMPTS", int),
+    "webhook_poll": ("DAYBOOK_WEBHOOK_POLL", float),
 }
 
 
@@ -116,6 +134,10 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
     values.setdefault(
         "embed_worker", env.get("DAYBOOK_EMBED_WORKER", "1").lower() not in ("0", "false", "no")
+    )
+    values.setdefault(
+        "webhook_worker",
+        env.get("DAYBOOK_WEBHOOK_WORKER", "1").lower() not in ("0", "false", "no"),
     )
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:
