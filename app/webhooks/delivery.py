@@ -8,8 +8,9 @@ killed mid-attempt leaves a lease that runs out; the next claim retries the
 event with the same ``webhook-id`` (at-least-once; receivers deduplicate on
 it, as Standard Webhooks intends).
 
-Each attempt re-reads the memo and asks the read rule as the webhook's owner
-(:mod:`.audience`) before anything leaves the server; an event the owner can
+Each attempt asks the read rule again as the webhook's owner (:mod:`.audience`),
+of the memo as the event recorded it and as it is now, before anything leaves
+the server; an event the owner can
 no longer read is WITHHELD, logged without the memo's name. Failures back off
 exponentially (``base * 2**(n-1)``, capped, plus up to 10% jitter) until
 ``max_attempts``; a refused destination (SSRF rule) fails at once.
@@ -169,53 +170,77 @@ class Prepared:
     body: bytes
 
 
-async def _readable_names(
+async def _hidden_names(
     conn: AsyncConnection, owner: Caller, mode: AccessMode, names: set[str]
 ) -> set[str]:
+    """Those of ``names`` (``memos/{uid}``) that exist and the owner cannot read now.
+
+    A name recorded in the event was readable by the owner when it was written;
+    one whose memo is gone since tells the owner nothing new, and stays.
+    """
     uids = {n.removeprefix("memos/") for n in names}
     if not uids:
         return set()
     found = await conn.execute(
-        sa.select(memo.c.uid).where(memo.c.uid.in_(uids), audience_predicate(owner, mode))
+        sa.select(memo.c.uid, audience_predicate(owner, mode).label("ok")).where(
+            memo.c.uid.in_(uids)
+        )
     )
-    return {f"memos/{u}" for u in found.scalars()}
+    return {f"memos/{u}" for u, ok in found.all() if not ok}
 
 
-async def _deleted_memo(
-    conn: AsyncConnection, owner: Caller, mode: AccessMode, snap: dict[str, Any]
+async def _still_readable(
+    conn: AsyncConnection, owner: Caller, mode: AccessMode, c: Claim
 ) -> dict[str, Any] | None:
-    """The snapshot of a deleted memo, if the owner could still read it as it was."""
-    facts = MemoFacts(
-        creator_state=await creator_state(conn, int(snap["facts"]["creator_id"])), **snap["facts"]
-    )
-    if not await may_read(conn, owner, facts, mode):
+    """The event's memo as written, if the owner may still read it; None to withhold.
+
+    Asked of the memo as the event recorded it (with the owner's grants and the
+    creator's state as they are now) and, while the row exists, of the row as it
+    is now: a memo made PRIVATE, moved or archived since is withheld. A memo
+    deleted since is judged by the recorded facts alone. Related memos and the
+    parent named in the recorded memo are kept only while still readable.
+    """
+    snap = c.snapshot
+    if not isinstance(snap, dict):
+        return None
+
+    async def passes(recorded: Any, memo_id: int | None, now_too: bool) -> bool:
+        if not isinstance(recorded, dict):
+            return False
+        state = await creator_state(conn, int(recorded["creator_id"]))
+        if not await may_read(conn, owner, MemoFacts(creator_state=state, **recorded), mode):
+            return False
+        row = await memo_row(conn, memo_id) if now_too and memo_id is not None else None
+        return row is None or await may_read(conn, owner, facts_of(row), mode)
+
+    if not await passes(snap["facts"], c.memo_id, c.activity != Activity.DELETED.value):
+        return None
+    if c.parent_id is not None and not await passes(snap.get("parent_facts"), c.parent_id, True):
         return None
     shown = dict(snap["memo"])
     own = snap["name"]
-    # Related memos named in the snapshot are shown only while still readable.
     named = {own}
     for r in shown.get("relations", []):
         named |= {r.get("memo", {}).get("name", ""), r.get("related_memo", {}).get("name", "")}
     if isinstance(shown.get("parent"), str):
         named.add(shown["parent"])
-    readable = await _readable_names(conn, owner, mode, named - {own, ""}) | {own}
-    shown["relations"] = [
+    hidden = await _hidden_names(conn, owner, mode, named - {own, ""})
+    kept = [
         r
         for r in shown.get("relations", [])
-        if r.get("memo", {}).get("name") in readable
-        and r.get("related_memo", {}).get("name") in readable
+        if r.get("memo", {}).get("name") not in hidden
+        and r.get("related_memo", {}).get("name") not in hidden
     ]
-    if not shown["relations"]:
-        shown.pop("relations")
-    if isinstance(shown.get("parent"), str) and shown["parent"] not in readable:
+    shown.pop("relations", None)
+    if kept:
+        shown["relations"] = kept
+    if isinstance(shown.get("parent"), str) and shown["parent"] in hidden:
         shown.pop("parent")
     return {"memo": shown, "creator": snap["creator"]}
 
 
 async def prepare(engine: AsyncEngine, c: Claim) -> Prepared | str | None:
     """The signed request's parts; ``None`` if the webhook is gone, a reason if withheld."""
-    from app.memos.present import present_one
-
     async with engine.connect() as conn:
         hook = (
             await conn.execute(
@@ -230,26 +255,13 @@ async def prepare(engine: AsyncEngine, c: Claim) -> Prepared | str | None:
         if owner is None:
             return "the webhook's owner is not an active user"
         mode = (await load_access(conn, AccessSettings())).access_mode
-        withheld = "the memo is not readable by the webhook's owner"
-        if c.activity == Activity.DELETED.value:
-            if not isinstance(c.snapshot, dict):
-                return withheld
-            shown = await _deleted_memo(conn, owner, mode, c.snapshot)
-            if shown is None:
-                return withheld
-            memo_json, creator = shown["memo"], shown["creator"]
-        else:
-            row = await memo_row(conn, c.memo_id)
-            if row is None or not await may_read(conn, owner, facts_of(row), mode):
-                return withheld
-            if c.parent_id is not None:
-                parent = await memo_row(conn, c.parent_id)
-                if parent is None or not await may_read(conn, owner, facts_of(parent), mode):
-                    return withheld
-            out = await present_one(conn, row, owner, mode)
-            memo_json, creator = payload.go_memo(out), out.creator
+        shown = await _still_readable(conn, owner, mode, c)
         await conn.rollback()
-    return Prepared(hook.url, hook.secret, payload.body(hook.url, c.activity, creator, memo_json))
+    if shown is None:
+        return "the memo is not readable by the webhook's owner"
+    return Prepared(
+        hook.url, hook.secret, payload.body(hook.url, c.activity, shown["creator"], shown["memo"])
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ Who is told, as in Memos: the memo's creator's webhooks, for
 ``memos.memo.comment.created``. An event whose memo the webhook's owner cannot
 read at write time is not enqueued (Memos sends a PRIVATE comment to the
 parent's owner; Daybook does not); delivery asks again (:mod:`.delivery`).
-Writes by a user without webhooks pay one indexed lookup.
+The memo is rendered into the row as the owner reads it at write time (the
+payload is the memo as of the event, as in Memos). Writes by a user without
+webhooks pay one indexed lookup.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def new_msg_id() -> str:
     return "msg_" + secrets.token_hex(16)
 
 
+def _recorded(row: Any) -> dict[str, Any]:
+    facts = asdict(facts_of(row))
+    facts.pop("creator_state")  # looked up again at delivery
+    return facts
+
+
 async def emit(conn: AsyncConnection, ctx: Any, memo_id: int, activity: Activity) -> None:
     """Enqueue ``activity`` on ``memo_id`` for the webhooks that should hear of it.
 
@@ -77,19 +85,19 @@ async def emit(conn: AsyncConnection, ctx: Any, memo_id: int, activity: Activity
         return
     if parent is not None and not await may_read(conn, owner, facts_of(parent), mode):
         return
-    snapshot = None
-    if activity is Activity.DELETED:
-        from app.memos.present import present_one
+    # The memo as its owner reads it now, with the facts the read rule looks at:
+    # the event is delivered as of this write (Memos' payload), if still readable.
+    from app.memos.present import present_one
 
-        shown = await present_one(conn, row, owner, mode)
-        facts = asdict(facts_of(row))
-        facts.pop("creator_state")
-        snapshot = {
-            "memo": go_memo(shown),
-            "creator": shown.creator,
-            "facts": facts,
-            "name": shown.name,
-        }
+    shown = await present_one(conn, row, owner, mode)
+    facts = _recorded(row)
+    snapshot = {
+        "memo": go_memo(shown),
+        "creator": shown.creator,
+        "facts": facts,
+        "parent_facts": _recorded(parent) if parent is not None else None,
+        "name": shown.name,
+    }
     stamp = now_ms()
     await conn.execute(
         webhook_event.insert(),
@@ -100,7 +108,7 @@ async def emit(conn: AsyncConnection, ctx: Any, memo_id: int, activity: Activity
                 "activity": activity.value,
                 "memo_id": memo_id,
                 "parent_id": parent.id if parent is not None else None,
-                "snapshot": msgspec.to_builtins(snapshot) if snapshot else None,
+                "snapshot": msgspec.to_builtins(snapshot),
                 "state": "PENDING",
                 "attempts": 0,
                 "next_attempt_ms": stamp,
