@@ -251,7 +251,7 @@ async def test_a_deleted_memo_whose_space_the_owner_left_is_withheld(
         },
     )
     assert r.status_code == 200, r.text
-    hook, _ = await add_webhook(bob, receiver.url)
+    await add_webhook(bob, receiver.url)
     assert (await bob.delete(f"/api/v1/{r.json()['name']}")).status_code == 200
     assert [e.activity for e in await events(client)] == ["memos.memo.deleted"]
     assert (await alice.delete(f"/api/v1/{space['name']}/members/bob")).status_code == 200
