@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 from standardwebhooks import Webhook
 
+from app.db.engine import create_engine
 from app.settings import Settings
 from app.webhooks.delivery import Policy
 from tests.conftest import Actor
@@ -107,6 +109,14 @@ def settings(settings: Settings) -> Settings:
         webhook_max_attempts=5,
         webhook_poll=0.05,
     )
+
+
+@pytest.fixture
+async def engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    """The test's own engine on the app's database (the app runs in another event loop)."""
+    eng = create_engine(settings.database_url)
+    yield eng
+    await eng.dispose()
 
 
 def policy_of(settings: Settings, **changes: Any) -> Policy:

@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from litestar.testing import AsyncTestClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
@@ -29,24 +30,20 @@ from tests.spaces.conftest import create_space, join
 from tests.webhooks.conftest import Receiver, add_webhook, policy_of
 
 
-def engine_of(client: AsyncTestClient[Any]) -> Any:
-    return client.app.state.engine
-
-
-async def events(client: AsyncTestClient[Any]) -> list[Any]:
-    async with engine_of(client).connect() as conn:
+async def events(engine: AsyncEngine) -> list[Any]:
+    async with engine.connect() as conn:
         return list(
             (await conn.execute(sa.select(webhook_event).order_by(webhook_event.c.id))).all()
         )
 
 
-async def drain(client: AsyncTestClient[Any], policy: Policy, until: float = 10.0) -> list[str]:
+async def drain(engine: AsyncEngine, policy: Policy, until: float = 10.0) -> list[str]:
     """Run the worker until nothing is pending (or ``until`` seconds passed)."""
     done: list[str] = []
     deadline = time.monotonic() + until
     while time.monotonic() < deadline:
-        done += [s for s in await run_once(engine_of(client), policy)]
-        if all(e.state != "PENDING" for e in await events(client)):
+        done += [s for s in await run_once(engine, policy)]
+        if all(e.state != "PENDING" for e in await events(engine)):
             return done
         await asyncio.sleep(0.02)
     return done
@@ -59,7 +56,7 @@ async def deliveries(actor: Actor, hook: dict[str, Any]) -> list[dict[str, Any]]
 
 
 async def test_memo_events_arrive_signed_in_memos_shape(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
 ) -> None:
     hook, secret = await add_webhook(alice, receiver.url)
     memo = await alice.memo("first #tag", visibility="PROTECTED")
@@ -70,7 +67,7 @@ async def test_memo_events_arrive_signed_in_memos_shape(
     )
     assert comment.status_code == 200, comment.text
     assert (await alice.delete(f"/api/v1/{memo['name']}")).status_code == 200
-    assert await drain(client, policy_of(settings)) == ["DELIVERED"] * 4
+    assert await drain(engine, policy_of(settings)) == ["DELIVERED"] * 4
 
     bodies = receiver.verified(secret)  # every signature checks (standardwebhooks)
     by_activity = {b["activityType"]: b for b in bodies}  # sent concurrently: any order
@@ -107,17 +104,17 @@ async def test_memo_events_arrive_signed_in_memos_shape(
 
 
 async def test_outbox_row_exists_iff_the_write_committed(
-    client: AsyncTestClient[Any], alice: Actor, receiver: Receiver
+    engine: AsyncEngine, alice: Actor, receiver: Receiver
 ) -> None:
     await add_webhook(alice, receiver.url)
     r = await alice.post("/api/v1/memos", params={"memoId": "taken-id"}, json={"content": "one"})
     assert r.status_code == 200, r.text
-    assert len(await events(client)) == 1
+    assert len(await events(engine)) == 1
     r = await alice.post("/api/v1/memos", params={"memoId": "taken-id"}, json={"content": "again"})
     assert r.status_code == 409
-    assert len(await events(client)) == 1
+    assert len(await events(engine)) == 1
     # The event is written on the write's own connection: rolled back with it.
-    async with engine_of(client).connect() as conn:
+    async with engine.connect() as conn:
         alice_id = (
             await conn.execute(
                 sa.select(user_account.c.id).where(user_account.c.username == "alice")
@@ -130,23 +127,23 @@ async def test_outbox_row_exists_iff_the_write_committed(
         pass
 
     try:
-        async with engine_of(client).begin() as conn:
+        async with engine.begin() as conn:
             await create_memo(conn, ctx, MemoIn(content="never"), None)
             assert len((await conn.execute(sa.select(webhook_event.c.id))).all()) == 2
             raise Abort
     except Abort:
         pass
-    assert len(await events(client)) == 1
+    assert len(await events(engine)) == 1
 
 
 async def test_a_failing_receiver_gets_retries_with_backoff(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, receiver: Receiver
 ) -> None:
     hook, secret = await add_webhook(alice, receiver.url)
     receiver.replies = [(500, b""), (503, b""), (200, b'{"code":1,"message":"busy"}')]
     await alice.memo("retry me")
     policy = policy_of(settings, retry_base=0.2)
-    assert (await drain(client, policy))[-1] == "DELIVERED"
+    assert (await drain(engine, policy))[-1] == "DELIVERED"
 
     assert len(receiver.received) == 4
     assert len({r.headers["webhook-id"] for r in receiver.received}) == 1  # one message
@@ -166,22 +163,22 @@ async def test_a_failing_receiver_gets_retries_with_backoff(
 
 
 async def test_retries_stop_at_the_cap(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, receiver: Receiver
 ) -> None:
     hook, _ = await add_webhook(alice, receiver.url)
     receiver.default = (500, b"")
     await alice.memo("doomed")
-    await drain(client, policy_of(settings, retry_base=0.05, max_attempts=3))
+    await drain(engine, policy_of(settings, retry_base=0.05, max_attempts=3))
     assert len(receiver.received) == 3
-    (event,) = await events(client)
+    (event,) = await events(engine)
     assert (event.state, event.attempts) == ("FAILED", 3)
-    await run_once(engine_of(client), policy_of(settings))
+    await run_once(engine, policy_of(settings))
     assert len(receiver.received) == 3
     assert [d["eventState"] for d in await deliveries(alice, hook)] == ["FAILED"] * 3
 
 
 async def test_a_comment_made_private_before_delivery_is_withheld(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
 ) -> None:
     hook, _ = await add_webhook(alice, receiver.url)
     memo = await alice.memo("discuss", visibility="PROTECTED")
@@ -196,12 +193,12 @@ async def test_a_comment_made_private_before_delivery_is_withheld(
         f"/api/v1/{memo['name']}/comments", json={"content": "for me", "visibility": "PRIVATE"}
     )
     assert r.status_code == 200
-    pending = [e.activity for e in await events(client)]
+    pending = [e.activity for e in await events(engine)]
     assert pending == ["memos.memo.created", "memos.memo.comment.created"]
     # Before the worker runs, bob makes his comment PRIVATE.
     r = await bob.patch(f"/api/v1/{comment['name']}", json={"visibility": "PRIVATE"})
     assert r.status_code == 200, r.text
-    assert sorted(await drain(client, policy_of(settings))) == ["DELIVERED", "WITHHELD"]
+    assert sorted(await drain(engine, policy_of(settings))) == ["DELIVERED", "WITHHELD"]
 
     assert [b["activityType"] for b in (r.json for r in receiver.received)] == [
         "memos.memo.created"
@@ -214,7 +211,7 @@ async def test_a_comment_made_private_before_delivery_is_withheld(
 
 
 async def test_a_space_memo_is_withheld_once_its_creator_left_the_space(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
 ) -> None:
     space = await create_space(alice, "Team")
     await join(alice, space["name"], bob)
@@ -229,15 +226,15 @@ async def test_a_space_memo_is_withheld_once_its_creator_left_the_space(
         },
     )
     assert r.status_code == 200, r.text
-    assert len(await events(client)) == 1
+    assert len(await events(engine)) == 1
     assert (await alice.delete(f"/api/v1/{space['name']}/members/bob")).status_code == 200
-    assert await drain(client, policy_of(settings)) == ["WITHHELD"]
+    assert await drain(engine, policy_of(settings)) == ["WITHHELD"]
     assert receiver.received == []
     assert [d["outcome"] for d in await deliveries(bob, hook)] == ["WITHHELD"]
 
 
 async def test_a_deleted_memo_whose_space_the_owner_left_is_withheld(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, bob: Actor, receiver: Receiver
 ) -> None:
     space = await create_space(alice, "Team")
     await join(alice, space["name"], bob)
@@ -253,14 +250,14 @@ async def test_a_deleted_memo_whose_space_the_owner_left_is_withheld(
     assert r.status_code == 200, r.text
     await add_webhook(bob, receiver.url)
     assert (await bob.delete(f"/api/v1/{r.json()['name']}")).status_code == 200
-    assert [e.activity for e in await events(client)] == ["memos.memo.deleted"]
+    assert [e.activity for e in await events(engine)] == ["memos.memo.deleted"]
     assert (await alice.delete(f"/api/v1/{space['name']}/members/bob")).status_code == 200
-    assert await drain(client, policy_of(settings)) == ["WITHHELD"]
+    assert await drain(engine, policy_of(settings)) == ["WITHHELD"]
     assert receiver.received == []
 
 
 async def test_concurrent_claimers_take_each_event_once(
-    client: AsyncTestClient[Any], settings: Settings, alice: Actor, receiver: Receiver
+    engine: AsyncEngine, settings: Settings, alice: Actor, receiver: Receiver
 ) -> None:
     """Several workers on one database (separate engines, as separate processes
     would have) claim disjoint sets, and together every due event."""
@@ -287,7 +284,7 @@ async def test_concurrent_claimers_take_each_event_once(
             await e.dispose()
     claimed = [i for r in results for i in r]
     assert len(claimed) == 24 and len(set(claimed)) == 24
-    assert {e.attempts for e in await events(client)} == {1}
+    assert {e.attempts for e in await events(engine)} == {1}
 
 
 async def test_the_lifespan_worker_delivers(settings: Settings, receiver: Receiver) -> None:
