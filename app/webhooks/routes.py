@@ -122,7 +122,8 @@ async def checked_url(raw: str, settings: Settings) -> str:
         raise InvalidArgument(f"url: {exc}") from None
     policy = safe_http.DestinationPolicy.parse(settings.webhook_allow_private)
     try:
-        await safe_http.checked_addresses(parsed.host, parsed.port or 443, policy)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        await safe_http.checked_addresses(parsed.host, port, policy)
     except safe_http.RefusedDestination as exc:
         raise InvalidArgument(
             f"url: must not reach a private or loopback address ({exc})"

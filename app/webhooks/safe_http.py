@@ -27,6 +27,7 @@ from typing import Any
 import httpcore
 import httpx
 
+RESOLVE_TIMEOUT = 5.0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -92,9 +93,10 @@ async def checked_addresses(
         found = [str(literal)]
     except ValueError:
         try:
-            found = await resolver(host, port)
-        except OSError as exc:
-            raise OSError(f"cannot resolve {host!r}: {exc}") from None
+            async with asyncio.timeout(RESOLVE_TIMEOUT):
+                found = await resolver(host, port)
+        except (OSError, ValueError, TimeoutError) as exc:  # ValueError: IDNA (UnicodeError)
+            raise OSError(f"cannot resolve {host!r}: {exc or type(exc).__name__}") from None
     if not found:
         raise OSError(f"{host!r} has no addresses")
     for text in found:
