@@ -112,6 +112,7 @@ REFUSED_URLS = (
     "http://[::ffff:192.168.0.1]/",
     "ftp://example.com/hook",
     "http://user:pass@127.0.0.1/hook",
+    "http://a..b/hook",  # IDNA refuses it before DNS: a 400, not a 500
     "not a url",
     "",
 )
