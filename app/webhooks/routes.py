@@ -290,7 +290,7 @@ class WebhookController(Controller):
             .limit(size + 1)
         )
         if page_token:
-            if not page_token.isdigit():
+            if not (page_token.isascii() and page_token.isdigit() and len(page_token) <= 18):
                 raise InvalidArgument("pageToken: invalid page token")
             query = query.where(webhook_delivery.c.id < int(page_token))
         rows = (await db.execute(query)).all()

@@ -81,6 +81,10 @@ async def test_only_the_owner_manages_and_reads(
         )
         r = await alice.request(method, url, **body)
         assert r.status_code == 403, (method, url, r.text)
+    # The log's page token is bounded (an int64 overflow would be a 500 on PostgreSQL).
+    for token in ("9" * 30, "abc", "١٢"):
+        r = await bob.get(f"/api/v1/{hook['name']}/deliveries", params={"pageToken": token})
+        assert r.status_code == 400, (token, r.text)
     # Naming bob's webhook under alice's own name finds nothing.
     uid = hook["name"].rsplit("/", 1)[1]
     assert (
