@@ -1,6 +1,9 @@
 """The delivery worker: claim due events in the database, send them, record the outcome.
 
-Safe with several processes on one database: an event is claimed by one
+Reads run in :func:`~app.db.transactions.read_transaction` (one snapshot),
+writes in :func:`~app.db.transactions.write_transaction` (SQLite's write lock
+taken up front, behind the in-process writer gate). Safe with several
+processes on one database: an event is claimed by one
 ``UPDATE ... WHERE state = 'PENDING' AND claimed_until_ms < now RETURNING``
 (PostgreSQL adds ``FOR UPDATE SKIP LOCKED`` to the choice, SQLite serialises
 writers), which sets a lease longer than any attempt can take. A process
@@ -36,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.access.audience import AccessMode, MemoFacts, audience_predicate
 from app.access.caller import Caller
 from app.db.schema import memo, webhook, webhook_delivery, webhook_event
+from app.db.transactions import read_transaction, write_transaction
 from app.instance.store import AccessSettings, load_access
 from app.settings import Settings
 from app.webhooks import payload, safe_http
@@ -101,7 +105,7 @@ class Claim:
 async def claim(engine: AsyncEngine, policy: Policy, limit: int | None = None) -> list[Claim]:
     ev = webhook_event
     now = now_ms()
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         due = (
             await conn.execute(
                 sa.select(ev.c.id)
@@ -109,7 +113,6 @@ async def claim(engine: AsyncEngine, policy: Policy, limit: int | None = None) -
                 .limit(1)
             )
         ).first()
-        await conn.rollback()
     if due is None:
         return []  # the common idle case: a read, no write lock taken
     token = secrets.token_hex(8)
@@ -121,7 +124,7 @@ async def claim(engine: AsyncEngine, policy: Policy, limit: int | None = None) -
     )
     if engine.dialect.name == "postgresql":
         choice = choice.with_for_update(skip_locked=True)
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         rows = (
             await conn.execute(
                 ev.update()
@@ -241,7 +244,7 @@ async def _still_readable(
 
 async def prepare(engine: AsyncEngine, c: Claim) -> Prepared | str | None:
     """The signed request's parts; ``None`` if the webhook is gone, a reason if withheld."""
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         hook = (
             await conn.execute(
                 sa.select(webhook.c.url, webhook.c.secret, webhook.c.owner_id).where(
@@ -256,7 +259,6 @@ async def prepare(engine: AsyncEngine, c: Claim) -> Prepared | str | None:
             return "the webhook's owner is not an active user"
         mode = (await load_access(conn, AccessSettings())).access_mode
         shown = await _still_readable(conn, owner, mode, c)
-        await conn.rollback()
     if shown is None:
         return "the memo is not readable by the webhook's owner"
     return Prepared(
@@ -333,7 +335,7 @@ async def record(engine: AsyncEngine, c: Claim, result: Outcome, policy: Policy)
         values["next_attempt_ms"] = now + backoff_ms(c.attempts, policy)
     else:
         values["finished_ms"] = now
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         await conn.execute(
             webhook_event.update()
             .where(webhook_event.c.id == c.id, webhook_event.c.claim_token == c.token)
@@ -378,7 +380,7 @@ async def run_once(engine: AsyncEngine, policy: Policy) -> list[str]:
 
 
 async def prune(engine: AsyncEngine) -> None:
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         await conn.execute(
             webhook_event.delete().where(
                 webhook_event.c.state.in_(FINAL),

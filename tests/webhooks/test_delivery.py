@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.schema import user_account, webhook_event
+from app.db.transactions import write_transaction
 from app.instance.store import AccessSettings
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, create_memo
@@ -127,7 +128,7 @@ async def test_outbox_row_exists_iff_the_write_committed(
         pass
 
     try:
-        async with engine.begin() as conn:
+        async with write_transaction(engine) as conn:
             await create_memo(conn, ctx, MemoIn(content="never"), None)
             assert len((await conn.execute(sa.select(webhook_event.c.id))).all()) == 2
             raise Abort
