@@ -61,6 +61,8 @@ from app.users.batch_routes import UserBatchController
 from app.users.routes import UserController
 from app.users.settings_routes import UserSettingController
 from app.views.routes import MemoViewController, ShortcutController
+from app.webhooks.delivery import webhook_lifespan
+from app.webhooks.routes import WebhookController
 from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
@@ -171,6 +173,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             UserSettingController,
             PortabilityController,
             TokenController,
+            WebhookController,
             SearchController,  # before MemoController: /:search is static
             LinkMetadataController,  # before MemoController: /-/linkMetadata is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
@@ -215,6 +218,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             trash_retention,
             search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
+            webhook_lifespan(settings.webhook_worker),
         ],
         state=_state(settings),
         request_max_body_size=settings.max_request_body,

@@ -71,6 +71,18 @@ class Settings:
     link_preview_allow_private: str = ""
     link_preview_timeout: float = 5.0
     link_preview_max_bytes: int = 512 * 1024
+    # Webhooks (app.webhooks): whether this process runs the delivery worker (off
+    # by default so tests opt in; load_settings turns it on unless
+    # DAYBOOK_WEBHOOK_WORKER=0), the private destinations it may reach
+    # (comma-separated IPs, CIDRs or host names; "" = public addresses only), and
+    # the delivery bounds: per-request time, retry backoff base and cap, attempts.
+    webhook_worker: bool = False
+    webhook_allow_private: str = ""
+    webhook_timeout: float = 10.0
+    webhook_retry_base: float = 5.0
+    webhook_retry_cap: float = 3600.0
+    webhook_max_attempts: int = 12
+    webhook_poll: float = 1.0
 
     @property
     def sqlite_path(self) -> Path:
@@ -114,6 +126,12 @@ _ENV: dict[str, tuple[str, type]] = {
     "link_preview_timeout": ("DAYBOOK_LINK_PREVIEW_TIMEOUT", float),
     "link_preview_max_bytes": ("DAYBOOK_LINK_PREVIEW_MAX_BYTES", int),
     "trash_purge_interval": ("DAYBOOK_TRASH_PURGE_INTERVAL", float),
+    "webhook_allow_private": ("DAYBOOK_WEBHOOK_ALLOW_PRIVATE", str),
+    "webhook_timeout": ("DAYBOOK_WEBHOOK_TIMEOUT", float),
+    "webhook_retry_base": ("DAYBOOK_WEBHOOK_RETRY_BASE", float),
+    "webhook_retry_cap": ("DAYBOOK_WEBHOOK_RETRY_CAP", float),
+    "webhook_max_attempts": ("DAYBOOK_WEBHOOK_MAX_ATTEMPTS", int),
+    "webhook_poll": ("DAYBOOK_WEBHOOK_POLL", float),
 }
 
 
@@ -139,6 +157,10 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     values.setdefault("trash_purge_interval", 300.0)
     values.setdefault(
         "embed_worker", env.get("DAYBOOK_EMBED_WORKER", "1").lower() not in ("0", "false", "no")
+    )
+    values.setdefault(
+        "webhook_worker",
+        env.get("DAYBOOK_WEBHOOK_WORKER", "1").lower() not in ("0", "false", "no"),
     )
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:

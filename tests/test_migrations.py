@@ -385,6 +385,42 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                     trashed_by=alice,
                 )
             )
+        # Webhooks (0015): an endpoint of alice's, one delivered event and its log line.
+        if "webhook" in await live(engine, conn):
+            hook = await insert(
+                s.webhook,
+                uid="0123456789abcdef",
+                owner_id=alice,
+                url="https://hooks.example.com/daybook",
+                display_name="ci",
+                secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                created_ts=now,
+                updated_ts=now,
+            )
+            event = await insert(
+                s.webhook_event,
+                msg_id="msg_0123456789abcdef0123456789abcdef",
+                webhook_id=hook,
+                activity="memos.memo.created",
+                memo_id=public,
+                snapshot={"memo": {"name": "memos/public-memo"}, "creator": "users/alice"},
+                state="DELIVERED",
+                attempts=1,
+                next_attempt_ms=now * 1000,
+                claimed_until_ms=0,
+                created_ms=now * 1000,
+                finished_ms=now * 1000 + 40,
+            )
+            await insert(
+                s.webhook_delivery,
+                event_id=event,
+                webhook_id=hook,
+                attempt=1,
+                outcome="DELIVERED",
+                status_code=200,
+                started_ms=now * 1000,
+                duration_ms=40,
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(
@@ -541,7 +577,14 @@ async def schema_diff(engine: AsyncEngine) -> list[Any]:
 # Tables whose ids nothing else ever names (no column, no JSON detail): a
 # round trip may restart them. Every other table with an integer ``id`` must
 # never hand out an id again once a downgrade dropped it.
-IDS_NAMED_BY_NOTHING = {"space_event", "password_reset", "audit_event"}
+IDS_NAMED_BY_NOTHING = {
+    "space_event",
+    "password_reset",
+    "audit_event",
+    "webhook",
+    "webhook_event",
+    "webhook_delivery",
+}
 
 
 async def high_water(engine: AsyncEngine) -> dict[str, int]:

@@ -450,6 +450,76 @@ audit_event = sa.Table(
 )
 
 
+# Webhooks (migration 0015, app.webhooks): a user's endpoints, the durable
+# outbox (one row per event and webhook, inserted in the memo write's own
+# transaction) and the delivery log its owner reads. Times in the outbox are
+# epoch milliseconds: retries back off from fractions of a second in tests.
+webhook = sa.Table(
+    "webhook",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uid", sa.String(32), nullable=False, unique=True),
+    sa.Column(
+        "owner_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("display_name", sa.String(256), nullable=False, server_default=""),
+    sa.Column("secret", sa.String(256), nullable=False),  # whsec_<base64>, or a Memos raw secret
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    sa.Index(None, "owner_id"),
+)
+
+webhook_event = sa.Table(
+    "webhook_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("msg_id", sa.String(64), nullable=False, unique=True),  # the webhook-id header
+    sa.Column(
+        "webhook_id", sa.Integer, sa.ForeignKey("webhook.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("activity", sa.String(48), nullable=False),  # memos.memo.created ...
+    sa.Column("memo_id", sa.Integer, nullable=False),  # no FK: a deleted memo's event stays
+    sa.Column("parent_id", sa.Integer, nullable=True),  # a comment's parent, checked too
+    # memos.memo.deleted only: the memo as its owner read it, and the facts the
+    # read rule looks at, taken before the row went.
+    sa.Column("snapshot", sa.JSON, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),  # PENDING|DELIVERED|FAILED|WITHHELD
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_ms", sa.BigInteger, nullable=False),
+    sa.Column("claimed_until_ms", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("claim_token", sa.String(32), nullable=True),
+    sa.Column("created_ms", sa.BigInteger, nullable=False),
+    sa.Column("finished_ms", sa.BigInteger, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Index(None, "state", "next_attempt_ms"),
+    sa.Index(None, "webhook_id", "id"),
+)
+
+webhook_delivery = sa.Table(
+    "webhook_delivery",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "event_id",
+        sa.Integer,
+        sa.ForeignKey("webhook_event.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "webhook_id", sa.Integer, sa.ForeignKey("webhook.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),  # DELIVERED|FAILED|REFUSED|WITHHELD
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("started_ms", sa.BigInteger, nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Index(None, "webhook_id", "id"),
+    sa.Index(None, "event_id"),
+)
+
+
 # Integer ids are never reused on SQLite (AUTOINCREMENT), as on PostgreSQL
 # (sequences): history rows, tree paths (``home.<user id>``) and resource
 # names outlive their rows, and must not attach to a newcomer that happens

@@ -39,6 +39,7 @@ from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
 from app.memos.schemas import MemoIn
+from app.webhooks.outbox import Activity, emit
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
 STATES = ("NORMAL", "ARCHIVED")
@@ -303,6 +304,7 @@ async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: Prepar
     await _replace_tags(conn, memo_id, prepared.tags)
     await store_html(conn, memo_id, prepared.values["content"], prepared.html)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
+    await emit(conn, ctx, memo_id, Activity.CREATED)
     return int(memo_id)
 
 
@@ -487,6 +489,7 @@ async def update_memo(
     if html is not None and "content" in changed:
         await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
+    await emit(conn, ctx, row.id, Activity.UPDATED)
 
 
 async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
@@ -494,5 +497,6 @@ async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> Non
     require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
     prior = {k: getattr(row, k) for k in TRACKED}
     await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
+    await emit(conn, ctx, row.id, Activity.DELETED)
     # Comments go with their parent; tags, relations, reactions cascade.
     await conn.execute(memo.delete().where(sa.or_(memo.c.id == row.id, memo.c.parent_id == row.id)))
