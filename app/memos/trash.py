@@ -54,6 +54,7 @@ from app.db.schema import attachment, instance_setting, memo, memo_event, memo_t
 from app.db.transactions import read_transaction, write_transaction
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from app.memos.service import TRACKED, WriteContext, may_write
+from app.webhooks.outbox import Activity, emit
 
 log = structlog.get_logger("daybook.trash")
 
@@ -158,6 +159,9 @@ async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None
             f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
             "its path can delete it"
         )
+    # Memos clients hear of a trashing as a delete; queued while the owner can
+    # still read the memo (a trashed memo is readable by no one).
+    await emit(conn, ctx, row.id, Activity.DELETED)
     children = (
         await conn.execute(
             sa.select(memo.c.id, memo.c.state, memo.c.version, memo.c.content).where(
