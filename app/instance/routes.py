@@ -6,6 +6,7 @@ from typing import Annotated
 
 import msgspec
 from litestar import Controller, get, patch
+from litestar.datastructures import State
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -103,6 +104,7 @@ class InstanceController(Controller):
         db: AsyncConnection,
         caller: Caller,
         access: AccessSettings,
+        state: State,
         setting: Annotated[str, Parameter(max_length=64)],
         data: AccessSettingIn,
     ) -> AccessSetting:
@@ -126,4 +128,7 @@ class InstanceController(Controller):
                 raise InvalidArgument("contentLengthLimit: must be between 1 and 1048576 bytes")
             value = replace(value, content_length_limit=data.content_length_limit)
         await save_access(db, value)
+        # Memo routes' body limit (app.api.body_limits) widens with a raised content limit.
+        if value.content_length_limit > getattr(state, "content_length_seen", 0):
+            state.content_length_seen = value.content_length_limit
         return _setting_out(value)
