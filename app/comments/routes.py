@@ -16,6 +16,7 @@ from app.api.responses import errors
 from app.api.structs import Out
 from app.comments.service import create_comment, list_comments
 from app.db.schema import memo as memo_table
+from app.db.transactions import end_write
 from app.deps import requires_user
 from app.instance.store import AccessSettings
 from app.memos import schemas
@@ -92,5 +93,6 @@ class CommentController(Controller):
         data = await comment_placement(db, caller, parent, data)
         ctx = WriteContext(caller, access, now)
         new_id = await create_comment(db, ctx, parent, data, comment_id or memo_id or None)
+        await end_write(db)  # the write turn is not held while the answer is assembled
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
         return await present_one(db, row, caller, access.access_mode)

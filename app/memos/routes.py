@@ -14,6 +14,7 @@ from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
+from app.db.transactions import end_write
 from app.deps import requires_user
 from app.errors import InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
@@ -105,6 +106,7 @@ class MemoController(Controller):
     ) -> schemas.Memo:
         await prerender(data.content, access.content_length_limit)  # before the write lock
         new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+        await end_write(db)  # the write turn is not held while the answer is assembled
         return await _one(db, new_id, caller, access)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
