@@ -68,9 +68,13 @@ def provide_settings(state: State) -> Settings:
 async def provide_access(db: AsyncConnection, state: State) -> AccessSettings:
     settings: Settings = state.settings
     async with read_phase(db):  # a write's lock is not taken for the settings
-        return await load_access(
+        access = await load_access(
             db, AccessSettings(content_length_limit=settings.content_length_limit)
         )
+    # The body limit of memo routes (app.api.body_limits) follows the largest limit seen.
+    if access.content_length_limit > getattr(state, "content_length_seen", 0):
+        state.content_length_seen = access.content_length_limit
+    return access
 
 
 def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

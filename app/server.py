@@ -17,6 +17,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.api.body_limits import BodyLimitMiddleware
 from app.api.json_depth import JsonDepthMiddleware
 from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
@@ -207,6 +208,13 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         },
         middleware=[
             request_logging_middleware,
+            # Bodies bounded per route and read whole before auth or a database
+            # connection is spent on the request: see app.api.body_limits.
+            DefineMiddleware(
+                BodyLimitMiddleware,
+                attachment_size=settings.attachment_size_limit,
+                content_length=settings.content_length_limit,
+            ),
             # Before anything decodes a body (auth included): see app.api.json_depth.
             DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
             auth,

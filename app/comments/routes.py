@@ -17,6 +17,7 @@ from app.api.responses import errors
 from app.api.structs import Out, valid_uid
 from app.comments.service import create_comment, list_comments
 from app.db.schema import memo as memo_table
+from app.db.transactions import end_write
 from app.deps import requires_user
 from app.errors import AlreadyExists
 from app.instance.store import AccessSettings
@@ -114,4 +115,5 @@ class CommentController(Controller):
             ) from None
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
         await bind(db, caller, access.access_mode, row, data)  # a comment's attachments
+        await end_write(db)  # the write turn is not held while the answer is assembled
         return await present_one(db, row, caller, access.access_mode)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import msgspec
 import sqlalchemy as sa
 from litestar import Controller, get, patch, post
+from litestar.datastructures import State
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -360,6 +361,7 @@ class InstanceController(Controller):
         caller: Caller,
         access: AccessSettings,
         settings: Settings,
+        state: State,
         setting: Annotated[str, Parameter(max_length=64)],
         data: InstanceSettingIn,
     ) -> InstanceSetting:
@@ -368,4 +370,7 @@ class InstanceController(Controller):
         key = _key(setting)
         value = apply_update(key, access, data)
         await save_access(db, value)
+        # Memo routes' body limit (app.api.body_limits) widens with a raised content limit.
+        if value.content_length_limit > getattr(state, "content_length_seen", 0):
+            state.content_length_seen = value.content_length_limit
         return setting_out(key, value, settings)

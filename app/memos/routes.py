@@ -15,6 +15,7 @@ from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
+from app.db.transactions import end_write
 from app.deps import requires_user
 from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
@@ -125,6 +126,7 @@ class MemoController(Controller):
             ) from None
         row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
         await bind(db, caller, access.access_mode, row, data)
+        await end_write(db)  # the write turn is not held while the answer is assembled
         return await present_one(db, row, caller, access.access_mode)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
