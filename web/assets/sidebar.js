@@ -4,6 +4,8 @@ import { api, features } from "./api.js";
 import { clear, confirmDialog, h, promptDialog, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { currentRoute, filterFor, localDay, navigate, setParams, state } from "./store.js";
+import { createSpaceDialog } from "./spaces.js";
+import { isAdmin } from "./admin.js";
 
 const WEEKS = 16;
 
@@ -24,9 +26,14 @@ export function renderSidebar(container, route) {
     h("div", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
     searchForm,
     h("nav", { "aria-label": t("nav") }, h("ul", { class: "nav-list" },
-      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("settings", t("settings")))),
-    features.spaces && state.spaces.length ? section(t("spaces"), h("ul", { class: "nav-list" },
-      state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, ""))))) : null,
+      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("settings", t("settings")),
+      isAdmin() ? link("admin", t("users")) : null)),
+    features.spaces ? section(t("spaces"), h("div", {},
+      state.invitations.length ? h("a", { class: "nav-link invite-link", href: "#/" },
+        t("pendingInvitations", { n: state.invitations.length })) : null,
+      state.spaces.length ? h("ul", { class: "nav-list" },
+        state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, "")))) : h("p", { class: "muted small" }, t("noSpaces")),
+      h("button", { type: "button", class: "btn small", onclick: () => createSpaceDialog() }, t("newSpace")))) : null,
     section(t("activity"), heatmap(route)),
     section(t("tags"), tagTree(route)),
     features.views ? section(t("savedViews"), savedViews(route)) : null,

@@ -6,9 +6,12 @@ export const state = {
   stats: null,         // users/{me}:getStats (tags, heatmap)
   spaces: [],          // the caller's spaces, when the API offers them
   views: [],           // saved views
+  invitations: [],     // spaces the caller is invited to (state INVITED)
+  access: {},          // spaces/{uid} → { grants, home }: the caller's effective grants
 };
 
-// Routes: #/ (home), #/explore, #/archived, #/space/<uid>, #/settings, #/share/<token>
+// Routes: #/ (home), #/explore, #/archived, #/space/<uid>, #/m/<memo id>,
+// #/settings, #/admin, #/share/<token>
 export function currentRoute() {
   const raw = location.hash.replace(/^#/, "") || "/";
   const [path, query = ""] = raw.split("?");
