@@ -29,8 +29,11 @@ def _console_errors(page: Any) -> list[str]:
 
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+    page.evaluate(
+        "document.activeElement && document.activeElement.blur();"
+        "document.querySelectorAll('.toast').forEach((t) => t.remove())"
+    )
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), animations="disabled")
 
 
 def _ensure_user(server: Server, user: str) -> None:
@@ -158,6 +161,30 @@ def test_space_workflow(new_page: Any, server: Server) -> None:
     expect(card(carol, "Watering rota")).to_have_count(0)
     carol.goto(f"/#/m/{memo['name'].split('/')[1]}")
     expect(carol.get_by_role("heading", name="Memo not found")).to_be_visible()
+
+    # A restricted key's ceiling is chosen from the same tree, and the block
+    # is there when Settings is loaded directly (issue 19, defect 5).
+    alice.goto("/#/settings")
+    alice.reload()
+    alice.get_by_label("Description").fill("garden agent")
+    alice.get_by_label("Restrict this key (for agents)").check()
+    alice.get_by_label("Let this key reach Garden club").check()
+    alice.get_by_role("button", name="Limit to a path").click()
+    alice.locator(".space-ceiling").get_by_label(re.compile(r"^Path: ")).click()
+    alice.locator(".space-ceiling .path-panel").get_by_role(
+        "treeitem", name=re.compile(r"^tasks")
+    ).click()
+    alice.locator(".space-ceiling").get_by_label("Level").select_option("WRITE")
+    alice.get_by_role("button", name="Create token").click()
+    alice.get_by_role("dialog").get_by_role("button", name="Close").click()
+    expect(alice.locator(".token", has_text="garden agent")).to_contain_text(
+        "Garden club: share.tasks (Write)"
+    )
+    pats = server.api("alice", "GET", "/users/alice/personalAccessTokens")["personalAccessTokens"]
+    restriction = next(p for p in pats if p["description"] == "garden agent")["restriction"]
+    assert [(d["space"], d["trees"]) for d in restriction["spaces"]] == [
+        (space["name"], [{"path": "share.tasks", "level": "WRITE"}])
+    ]
 
     # Screens for the record (desktop, then phone).
     alice.goto(f"/#/space/{uid}?tab=access")

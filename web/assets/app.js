@@ -57,7 +57,7 @@ async function signedIn(res, { fresh }) {
   if (features.spaces) await reloadSpaces();
   const now = currentRoute();
   // Pages whose content depends on the spaces draw again; others keep the editor.
-  render({ keepComposer: !(now.name === "space" || now.name === "m") });
+  render({ keepComposer: !["space", "m"].includes(now.name) });
 }
 
 async function reloadStats() {

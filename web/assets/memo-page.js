@@ -78,7 +78,7 @@ function historySection(memo, redraw) {
         h("span", { class: "row-actions" },
           h("button", { type: "button", class: "btn ghost small", onclick: () => showVersion(view, v) }, t("show")),
           previous ? h("button", { type: "button", class: "btn ghost small", "aria-label": t("diffVersion", { n: v.version }),
-            onclick: () => showDiff(view, previous, v) }, t("diff")) : null,
+            onclick: () => showDiff(view, previous, v, memo) }, t("diff")) : null,
           own && i > 0 ? h("button", { type: "button", class: "btn ghost small", "aria-label": t("revertTo", { n: v.version }),
             onclick: () => revert(memo, v, redraw) }, t("revert")) : null));
     })), view);
@@ -90,11 +90,31 @@ function showVersion(view, v) {
   clear(view, h("h3", {}, t("versionN", { n: v.version })), h("pre", { class: "version-content" }, v.content));
 }
 
-function showDiff(view, a, b) {
-  const lines = diffLines(a.content.split("\n"), b.content.split("\n"));
-  clear(view, h("h3", {}, t("diffTitle", { a: a.version, b: b.version })),
-    h("pre", { class: "diff", "aria-label": t("diffTitle", { a: a.version, b: b.version }) }, lines.map(([op, text]) =>
-      h("span", { class: `diff-line diff-${op === "+" ? "add" : op === "-" ? "del" : "same"}` }, `${op} ${text}\n`))));
+// The server's diff (history:diff, with the changed fields) when it has
+// one; otherwise a line diff of the two contents computed here.
+let serverDiff = true;
+async function showDiff(view, a, b, memo) {
+  let lines = null;
+  let fields = [];
+  if (serverDiff) {
+    try {
+      const res = await api(`/memos/${memoId(memo.name)}/history:diff`, { query: { from: a.version, to: b.version }, quiet: true });
+      lines = (res.contentDiff || "").split("\n").filter((l) => l && !/^(---|\+\+\+|@@)/.test(l))
+        .map((l) => [l[0] === "+" || l[0] === "-" ? l[0] : " ", l.slice(1)]);
+      fields = res.changedFields || [];
+    } catch (err) {
+      if (err instanceof ApiError && (err.unsupported || err.status === 404)) serverDiff = false;
+      else { toast(err.message || t("error"), "error"); return; }
+    }
+  }
+  if (!lines) lines = diffLines(a.content.split("\n"), b.content.split("\n"));
+  const title = t("diffTitle", { a: a.version, b: b.version });
+  clear(view, h("h3", {}, title),
+    fields.length ? h("ul", { class: "changed-fields" }, fields.map((f) =>
+      h("li", {}, t("fieldChanged", { field: f.field, from: f.from || "∅", to: f.to || "∅" })))) : null,
+    lines.length ? h("pre", { class: "diff", "aria-label": title }, lines.map(([op, text]) =>
+      h("span", { class: `diff-line diff-${op === "+" ? "add" : op === "-" ? "del" : "same"}` }, `${op} ${text}\n`)))
+      : h("p", { class: "muted small" }, t("noContentChange")));
 }
 
 // Revert: the server's endpoint when it has one, else an ordinary edit that

@@ -140,7 +140,7 @@ export function treeView({ paths, space, selected = null, onSelect, decorate, al
         onclick: () => { current = path; draw(); onSelect?.(path); } },
       h("span", { class: "tree-mark", "aria-hidden": "true" }, kids.length ? "▾" : "•"),
       h("span", { class: "tree-label" }, pathLabel(path, space, homes)),
-      path !== "" && pathLabel(path, space, homes) !== path.split(".").pop() ? h("span", { class: "muted small tree-full", "aria-hidden": "true" }, displayPath(path, space)) : null);
+      homes[path] ? h("span", { class: "muted small tree-full", "aria-hidden": "true" }, path) : null);
       return h("li", { role: "none" }, h("div", { class: "tree-row" }, button, decorate?.(path)),
         kids.length ? h("ul", { role: "group" }, kids.map((k) => node(k, depth + 1))) : null);
     };
