@@ -79,7 +79,7 @@ export async function renderShared(app, token, renderContent) {
   clear(app, h("div", { class: "shared-shell" },
     h("header", { class: "shared-top" }, brand, h("a", { class: "btn small", href: "/" }, t("signIn"))),
     h("main", { class: "shared", id: "main" },
-      memo ? h("article", { class: "panel shared-memo" },
+      memo ? h("article", { class: "memo-card shared-memo" },
         h("div", { class: "memo-meta" }, h("span", { class: "creator" }, memo.creator.replace(/^users\//, "")),
           h("time", { datetime: memo.displayTime || memo.createTime }, new Date(memo.displayTime || memo.createTime).toLocaleString())),
         renderContent(memo))
