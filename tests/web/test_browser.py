@@ -134,8 +134,9 @@ def test_second_user_sees_protected_but_not_private(new_page: Any, server: Serve
     server.create_user("alice", "bob")
     page = new_page()  # another browser context: its own cookies
     sign_in(page, "bob")
-    expect(card(page, "alice team update")).to_be_visible()
-    expect(card(page, "alice private diary")).to_have_count(0)
+    # Home is bob's own memos (issue 19, defect 4): alice's are on Explore.
+    expect(page.locator(".feed-status")).to_have_text("No memos here yet.")
+    expect(card(page, "alice team update")).to_have_count(0)
     page.get_by_role("link", name="Explore").click()
     expect(card(page, "alice team update")).to_be_visible()
     expect(card(page, "alice private diary")).to_have_count(0)

@@ -41,6 +41,158 @@ def _ensure_user(server: Server, user: str) -> None:
         server.create_user("alice", user)
 
 
+def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> None:
+    """A memo's time opens its page: comments, backlinks, history with a diff, share links."""
+    ensure_admin(server)
+    target = server.api("alice", "POST", "/memos", json={"content": "Seed order for spring"})
+    server.api(
+        "alice",
+        "PATCH",
+        f"/{target['name']}",
+        params={"updateMask": "content"},
+        json={"content": "Seed order for spring\n- carrots\n- beans"},
+    )
+    source = server.api("alice", "POST", "/memos", json={"content": "Budget, see the seed order"})
+    server.api(
+        "alice",
+        "PATCH",
+        f"/{source['name']}/relations",
+        json={"relations": [{"relatedMemo": {"name": target["name"]}, "type": "REFERENCE"}]},
+    )
+    uid = target["name"].split("/")[1]
+
+    page = new_page()
+    sign_in(page, "alice")
+    card(page, "Seed order for spring").locator("a.memo-time").click()
+    expect(page).to_have_url(re.compile(rf"#/m/{uid}$"))
+    expect(page.locator("article.memo-card")).to_have_count(1)
+    expect(page.get_by_role("region", name="Comments")).to_be_visible()
+    expect(page.get_by_label("Write a comment")).to_be_visible()
+    links = page.get_by_role("region", name="Links")
+    expect(links.get_by_role("link", name=re.compile("Budget, see the seed order"))).to_be_visible()
+
+    history = page.get_by_role("region", name="History")
+    expect(history.locator(".version-row")).to_have_count(2)
+    history.get_by_role("button", name="Changes in v2").click()
+    expect(history.locator(".diff-add")).to_have_text(["+ - carrots", "+ - beans"])
+    # Revert to v1: the content goes back, as a new version.
+    history.get_by_role("button", name="Revert to v1").click()
+    page.get_by_role("button", name="Revert", exact=True).click()
+    expect(page.locator("article.memo-card .memo-content")).not_to_contain_text("carrots")
+    assert server.api("alice", "GET", f"/{target['name']}")["content"] == "Seed order for spring"
+    expect(page.get_by_role("region", name="History").locator(".version-row")).to_have_count(3)
+
+    # Share a Private memo: a warning first, an expiry chosen, then listed.
+    shares = page.get_by_role("region", name="Share links")
+    expect(shares).to_contain_text("No share links")
+    shares.get_by_role("button", name="New share link").click()
+    dlg = page.get_by_role("dialog", name="Share link")
+    expect(dlg).to_contain_text("This memo is Private")
+    dlg.get_by_label("Link expires after").select_option("1")
+    dlg.get_by_role("button", name="Share anyway").click()
+    expect(shares.locator(".share-row")).to_have_count(1)
+    expect(shares.locator(".share-row")).to_contain_text("expires")
+    listed = server.api("alice", "GET", f"/{target['name']}/shares")["memoShares"]
+    assert len(listed) == 1 and listed[0]["expireTime"]
+    token = listed[0]["token"]
+
+    # The shared page, anonymously: branded, readable, no app chrome.
+    visitor = new_page()
+    visitor.goto(f"/#/share/{token}")
+    expect(visitor.locator(".shared-memo")).to_contain_text("Seed order for spring")
+    expect(visitor.locator(".shared-top .brand")).to_have_text(re.compile("Daybook"))
+    expect(visitor.get_by_role("link", name="Sign in")).to_be_visible()
+    _shot(visitor, "shared-desktop")
+
+    # Revoke: the link no longer opens the memo.
+    shares.get_by_role("button", name="Revoke this link").click()
+    expect(shares).to_contain_text("No share links")
+    visitor = visitor.context.new_page()
+    visitor.goto(f"/#/share/{token}")
+    expect(
+        visitor.get_by_role("heading", name="This share link is not valid any more.")
+    ).to_be_visible()
+    page.goto(f"/#/m/{uid}")
+    expect(page.get_by_role("region", name="History")).to_be_visible()
+    _shot(page, "memo-page-desktop")
+    page.set_viewport_size(PHONE)
+    _shot(page, "memo-page-phone")
+    assert page.js_errors == []
+
+
+def test_timeline_share_asks_before_sharing_private(new_page: Any, server: Server) -> None:
+    """ "Copy share link" on a Private memo asks first; cancelling makes no link."""
+    ensure_admin(server)
+    memo = server.api("alice", "POST", "/memos", json={"content": "Door code is in the drawer"})
+    page = new_page()
+    sign_in(page, "alice")
+    c = card(page, "Door code is in the drawer")
+    c.get_by_label("Actions").click()
+    c.get_by_role("menuitem", name="Copy share link").click()
+    dlg = page.get_by_role("dialog", name="Share link")
+    expect(dlg).to_contain_text("This memo is Private")
+    dlg.get_by_role("button", name="Cancel").click()
+    expect(dlg).to_have_count(0)
+    assert server.api("alice", "GET", f"/{memo['name']}/shares")["memoShares"] == []
+
+
+def test_admin_screen(new_page: Any, server: Server) -> None:
+    """List, create, change role, archive; the registration switch."""
+    ensure_admin(server)
+    page = new_page()
+    sign_in(page, "alice")
+    page.locator(".sidebar").get_by_role("link", name="Users").click()
+    expect(page.get_by_role("heading", name="Users", level=1)).to_be_visible()
+    expect(page.locator(".user-row", has_text="alice")).to_contain_text("(you)")
+
+    form = page.get_by_role("region", name="Create a user")
+    form.get_by_label("Username").fill("dave")
+    form.get_by_label("Password").fill(PASSWORD)
+    form.get_by_role("button", name="Create a user").click()
+    expect(page.locator(".user-row", has_text="dave")).to_be_visible()
+    server.sign_in("dave")
+
+    page.get_by_label("Role of dave").select_option("ADMIN")
+    expect(page.get_by_label("Role of dave")).to_have_value("ADMIN")
+    assert server.api("alice", "GET", "/users/dave")["role"] == "ADMIN"
+    page.get_by_label("Role of dave").select_option("USER")
+    expect(page.get_by_label("Role of dave")).to_have_value("USER")
+
+    page.get_by_role("button", name="Archive dave").click()
+    page.get_by_role("dialog").get_by_role("button", name="Archive").click()
+    expect(page.locator(".user-row", has_text="dave")).to_contain_text("archived")
+    r = httpx.post(
+        f"{server.url}/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": "dave", "password": PASSWORD}},
+        timeout=30,
+    )
+    assert r.status_code in (401, 403), r.text
+    page.get_by_role("button", name="Restore dave").click()
+    expect(page.locator(".user-row", has_text="dave")).not_to_contain_text("archived")
+
+    switch = page.get_by_label("Allow anyone to sign up")
+    before = switch.is_checked()
+    switch.click()
+    expect(page.locator("#toasts")).to_contain_text(
+        "Anyone can sign up now." if not before else "Sign-up is closed."
+    )
+    assert server.api("alice", "GET", "/instance/settings/ACCESS")["allowRegistration"] is (
+        not before
+    )
+    switch.click()
+    expect(switch).to_be_checked(checked=before)
+    _shot(page, "admin-desktop")
+    page.set_viewport_size(PHONE)
+    _shot(page, "admin-phone")
+
+    # A non-admin has no Users link and the screen says so.
+    bob = new_page()
+    _ensure_user(server, "erin")
+    sign_in(bob, "erin")
+    expect(bob.locator(".sidebar").get_by_role("link", name="Users")).to_have_count(0)
+    assert page.js_errors == [] and bob.js_errors == []
+
+
 def test_space_workflow(new_page: Any, server: Server) -> None:
     """Create, invite, accept, grant from the tree, tick a shared task; an outsider sees nothing."""
     ensure_admin(server)
@@ -201,155 +353,3 @@ def test_space_workflow(new_page: Any, server: Server) -> None:
         e for e in alice_console if "pattern" in e.lower() or "regular expression" in e.lower()
     ]
     assert alice.js_errors == [] and bob.js_errors == [] and carol.js_errors == []
-
-
-def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> None:
-    """A memo's time opens its page: comments, backlinks, history with a diff, share links."""
-    ensure_admin(server)
-    target = server.api("alice", "POST", "/memos", json={"content": "Seed order for spring"})
-    server.api(
-        "alice",
-        "PATCH",
-        f"/{target['name']}",
-        params={"updateMask": "content"},
-        json={"content": "Seed order for spring\n- carrots\n- beans"},
-    )
-    source = server.api("alice", "POST", "/memos", json={"content": "Budget, see the seed order"})
-    server.api(
-        "alice",
-        "PATCH",
-        f"/{source['name']}/relations",
-        json={"relations": [{"relatedMemo": {"name": target["name"]}, "type": "REFERENCE"}]},
-    )
-    uid = target["name"].split("/")[1]
-
-    page = new_page()
-    sign_in(page, "alice")
-    card(page, "Seed order for spring").locator("a.memo-time").click()
-    expect(page).to_have_url(re.compile(rf"#/m/{uid}$"))
-    expect(page.locator("article.memo-card")).to_have_count(1)
-    expect(page.get_by_role("region", name="Comments")).to_be_visible()
-    expect(page.get_by_label("Write a comment")).to_be_visible()
-    links = page.get_by_role("region", name="Links")
-    expect(links.get_by_role("link", name=re.compile("Budget, see the seed order"))).to_be_visible()
-
-    history = page.get_by_role("region", name="History")
-    expect(history.locator(".version-row")).to_have_count(2)
-    history.get_by_role("button", name="Changes in v2").click()
-    expect(history.locator(".diff-add")).to_have_text(["+ - carrots", "+ - beans"])
-    # Revert to v1: the content goes back, as a new version.
-    history.get_by_role("button", name="Revert to v1").click()
-    page.get_by_role("button", name="Revert", exact=True).click()
-    expect(page.locator("article.memo-card .memo-content")).not_to_contain_text("carrots")
-    assert server.api("alice", "GET", f"/{target['name']}")["content"] == "Seed order for spring"
-    expect(page.get_by_role("region", name="History").locator(".version-row")).to_have_count(3)
-
-    # Share a Private memo: a warning first, an expiry chosen, then listed.
-    shares = page.get_by_role("region", name="Share links")
-    expect(shares).to_contain_text("No share links")
-    shares.get_by_role("button", name="New share link").click()
-    dlg = page.get_by_role("dialog", name="Share link")
-    expect(dlg).to_contain_text("This memo is Private")
-    dlg.get_by_label("Link expires after").select_option("1")
-    dlg.get_by_role("button", name="Share anyway").click()
-    expect(shares.locator(".share-row")).to_have_count(1)
-    expect(shares.locator(".share-row")).to_contain_text("expires")
-    listed = server.api("alice", "GET", f"/{target['name']}/shares")["memoShares"]
-    assert len(listed) == 1 and listed[0]["expireTime"]
-    token = listed[0]["token"]
-
-    # The shared page, anonymously: branded, readable, no app chrome.
-    visitor = new_page()
-    visitor.goto(f"/#/share/{token}")
-    expect(visitor.locator(".shared-memo")).to_contain_text("Seed order for spring")
-    expect(visitor.locator(".shared-top .brand")).to_have_text(re.compile("Daybook"))
-    expect(visitor.get_by_role("link", name="Sign in")).to_be_visible()
-    _shot(visitor, "shared-desktop")
-
-    # Revoke: the link no longer opens the memo.
-    shares.get_by_role("button", name="Revoke this link").click()
-    expect(shares).to_contain_text("No share links")
-    visitor = visitor.context.new_page()
-    visitor.goto(f"/#/share/{token}")
-    expect(
-        visitor.get_by_role("heading", name="This share link is not valid any more.")
-    ).to_be_visible()
-    page.goto(f"/#/m/{uid}")
-    expect(page.get_by_role("region", name="History")).to_be_visible()
-    _shot(page, "memo-page-desktop")
-    page.set_viewport_size(PHONE)
-    _shot(page, "memo-page-phone")
-    assert page.js_errors == []
-
-
-def test_timeline_share_asks_before_sharing_private(new_page: Any, server: Server) -> None:
-    """ "Copy share link" on a Private memo asks first; cancelling makes no link."""
-    ensure_admin(server)
-    memo = server.api("alice", "POST", "/memos", json={"content": "Door code is in the drawer"})
-    page = new_page()
-    sign_in(page, "alice")
-    c = card(page, "Door code is in the drawer")
-    c.get_by_label("Actions").click()
-    c.get_by_role("menuitem", name="Copy share link").click()
-    dlg = page.get_by_role("dialog", name="Share link")
-    expect(dlg).to_contain_text("This memo is Private")
-    dlg.get_by_role("button", name="Cancel").click()
-    expect(dlg).to_have_count(0)
-    assert server.api("alice", "GET", f"/{memo['name']}/shares")["memoShares"] == []
-
-
-def test_admin_screen(new_page: Any, server: Server) -> None:
-    """List, create, change role, archive; the registration switch."""
-    ensure_admin(server)
-    page = new_page()
-    sign_in(page, "alice")
-    page.locator(".sidebar").get_by_role("link", name="Users").click()
-    expect(page.get_by_role("heading", name="Users", level=1)).to_be_visible()
-    expect(page.locator(".user-row", has_text="alice")).to_contain_text("(you)")
-
-    form = page.get_by_role("region", name="Create a user")
-    form.get_by_label("Username").fill("dave")
-    form.get_by_label("Password").fill(PASSWORD)
-    form.get_by_role("button", name="Create a user").click()
-    expect(page.locator(".user-row", has_text="dave")).to_be_visible()
-    server.sign_in("dave")
-
-    page.get_by_label("Role of dave").select_option("ADMIN")
-    expect(page.get_by_label("Role of dave")).to_have_value("ADMIN")
-    assert server.api("alice", "GET", "/users/dave")["role"] == "ADMIN"
-    page.get_by_label("Role of dave").select_option("USER")
-    expect(page.get_by_label("Role of dave")).to_have_value("USER")
-
-    page.get_by_role("button", name="Archive dave").click()
-    page.get_by_role("dialog").get_by_role("button", name="Archive").click()
-    expect(page.locator(".user-row", has_text="dave")).to_contain_text("archived")
-    r = httpx.post(
-        f"{server.url}/api/v1/auth/signin",
-        json={"passwordCredentials": {"username": "dave", "password": PASSWORD}},
-        timeout=30,
-    )
-    assert r.status_code in (401, 403), r.text
-    page.get_by_role("button", name="Restore dave").click()
-    expect(page.locator(".user-row", has_text="dave")).not_to_contain_text("archived")
-
-    switch = page.get_by_label("Allow anyone to sign up")
-    before = switch.is_checked()
-    switch.click()
-    expect(page.locator("#toasts")).to_contain_text(
-        "Anyone can sign up now." if not before else "Sign-up is closed."
-    )
-    assert server.api("alice", "GET", "/instance/settings/ACCESS")["allowRegistration"] is (
-        not before
-    )
-    switch.click()
-    expect(switch).to_be_checked(checked=before)
-    _shot(page, "admin-desktop")
-    page.set_viewport_size(PHONE)
-    _shot(page, "admin-phone")
-
-    # A non-admin has no Users link and the screen says so.
-    bob = new_page()
-    _ensure_user(server, "erin")
-    sign_in(bob, "erin")
-    expect(bob.locator(".sidebar").get_by_role("link", name="Users")).to_have_count(0)
-    assert page.js_errors == [] and bob.js_errors == []

@@ -111,6 +111,7 @@ function chips(route) {
     .map((v) => h("option", { value: v }, t(`vis_${v}`))));
   vis.value = p.vis || "";
   return h("div", { class: "chips", role: "toolbar", "aria-label": t("filters") }, active,
+    route.name === "home" && features.spaces && state.spaces.length ? toggle("spaces", t("filterMySpaces")) : null,
     toggle("pinned", t("filterPinned")), toggle("tasks", t("filterTasks")),
     toggle("links", t("filterLinks")), toggle("code", t("filterCode")), vis);
 }

@@ -86,7 +86,7 @@ function tagTree(route) {
 }
 
 function savedViews(route) {
-  const current = filterFor({ ...route, params: { ...route.params, q: "" } });
+  const current = filterFor({ ...route, params: { ...route.params, q: "" } }, { scope: false });
   const list = h("ul", { class: "nav-list" }, state.views.map((view) => h("li", { class: "view-row" },
     h("button", { type: "button", class: "tag-link", "aria-pressed": String(route.params.filter === view.filter),
       onclick: () => navigate("home", "", { filter: view.filter, title: view.title }) }, view.title),

@@ -43,11 +43,18 @@ export function setParams(changes) {
 const cel = (s) => JSON.stringify(s);
 
 // The CEL filter for a route: the page's own scope ANDed with the user's chips.
-export function filterFor(route) {
+// `scope: false` leaves the page's own scope out (the user's chips only).
+export function filterFor(route, { scope = true } = {}) {
   const p = route.params;
   const parts = [];
-  if (route.name === "explore") parts.push('visibility in ["PUBLIC", "PROTECTED"]');
-  if (route.name === "space") parts.push(`space == ${cel("spaces/" + route.arg)}`);
+  if (!scope) { /* chips only */ } else if (route.name === "explore") parts.push('visibility in ["PUBLIC", "PROTECTED"]');
+  // Home is one's own memos (issue 19, defect 4), plus, by a visible choice,
+  // what one's spaces hold; others' memos are on Explore.
+  if (scope && route.name === "home" && state.me) {
+    const mine = `creator == ${cel(state.me.name)}`;
+    parts.push(p.spaces ? `(${mine} || space != null)` : mine);
+  }
+  if (scope && route.name === "space") parts.push(`space == ${cel("spaces/" + route.arg)}`);
   if (p.tag) parts.push(`tag in [${cel(p.tag)}]`);
   if (p.vis) parts.push(`visibility == ${cel(p.vis)}`);
   if (p.pinned) parts.push("pinned");

@@ -105,6 +105,7 @@ export default {
   // filters
   filters: "Filters",
   filterPinned: "Pinned",
+  filterMySpaces: "Include my spaces",
   filterTasks: "Has tasks",
   filterLinks: "Has links",
   filterCode: "Has code",
