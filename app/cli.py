@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from app.db.transactions import write_transaction
 from app.settings import load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -318,7 +319,7 @@ def user_create(
         try:
             await upgrade(engine)
             now = int(time.time())
-            async with engine.begin() as conn:
+            async with write_transaction(engine) as conn:
                 exists = (
                     await conn.execute(
                         sa.select(user_account.c.id).where(user_account.c.username == username)

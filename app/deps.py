@@ -3,6 +3,15 @@
 One request, one transaction: ``provide_db`` opens it and commits when the
 handler returns, or rolls back when it raises, so a failed write leaves
 nothing behind. Handlers never commit.
+
+A request is a read or a write by its method (GET, HEAD and OPTIONS read;
+a handler may say otherwise with ``opt={"tx": "read"}`` or ``"write"``). A
+read is one snapshot (:func:`app.db.transactions.read_transaction`). A
+write's transaction opens at its first statement (:func:`~app.db.
+transactions.lazy_write`), after the body was read and parsed (Litestar
+decodes ``data`` before it resolves dependencies); what validation needs
+first is read in :func:`~app.db.transactions.read_phase`, so the write lock
+is held only for the write itself.
 """
 
 from __future__ import annotations
@@ -18,13 +27,26 @@ from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.db.transactions import TxKind, read_phase, transaction
 from app.errors import PermissionDenied, Unauthenticated
 from app.instance.store import AccessSettings, load_access
 from app.settings import Settings
 
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-async def provide_db(state: State) -> AsyncIterator[AsyncConnection]:
-    async with state.engine.begin() as conn:
+
+def request_kind(request: Request[Any, Any, Any]) -> TxKind:
+    """Read or write, by the handler's ``opt["tx"]`` or else by the HTTP method."""
+    declared = request.route_handler.opt.get("tx")
+    if declared in ("read", "write"):
+        return TxKind(declared)
+    return TxKind.READ if request.method in READ_METHODS else TxKind.WRITE
+
+
+async def provide_db(
+    request: Request[Any, Any, Any], state: State
+) -> AsyncIterator[AsyncConnection]:
+    async with transaction(state.engine, request_kind(request)) as conn:
         yield conn
 
 
@@ -45,7 +67,10 @@ def provide_settings(state: State) -> Settings:
 
 async def provide_access(db: AsyncConnection, state: State) -> AccessSettings:
     settings: Settings = state.settings
-    return await load_access(db, AccessSettings(content_length_limit=settings.content_length_limit))
+    async with read_phase(db):  # a write's lock is not taken for the settings
+        return await load_access(
+            db, AccessSettings(content_length_limit=settings.content_length_limit)
+        )
 
 
 def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

@@ -82,6 +82,20 @@ class ResourceExhausted(DaybookError):
     status, grpc_code = 429, 8
 
 
+class Unavailable(DaybookError):
+    """The database cannot be reached, or stayed busy past its wait budget (503)."""
+
+    status, grpc_code = 503, 14
+    retry_after = 2
+
+
+class InsufficientStorage(DaybookError):
+    """The disk (or the database's volume) is full (507)."""
+
+    status, grpc_code = 507, 8
+    retry_after = 30
+
+
 _HTTP_TO_GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 409: 6, 412: 9, 413: 3, 429: 8}
 
 
@@ -97,6 +111,9 @@ def daybook_error_handler(_: Request[Any, Any, Any], exc: DaybookError) -> Respo
     response = _body(exc.status, exc.grpc_code, exc.message, exc.details)
     if isinstance(exc, Unauthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
+    retry_after = getattr(exc, "retry_after", None)
+    if exc.status in (503, 507) and isinstance(retry_after, int):
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
@@ -127,15 +144,43 @@ def http_error_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Respons
 
 def database_error_handler(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[Any]:
     """A regex that RE2 accepted but PostgreSQL's engine rejects is the user's
-    input, not our failure: 400. Every other database error stays a 500."""
+    input, not our failure: 400. An unreachable, busy or full database is
+    503/507 (:func:`app.db.faults.classify`). Every other database error
+    stays a 500."""
     if "invalid regular expression" in str(exc.orig).lower():
         return _body(400, 3, "filter: invalid regular expression for this database")
     return internal_error_handler(request, exc)
 
 
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    from app.db.faults import classify
+
+    fault = classify(exc)
+    if fault is not None:
+        # One line, no traceback: an outage would otherwise log one per request.
+        log.warning(
+            "database unavailable", path=request.url.path, status=fault.status, reason=fault.message
+        )
+        return daybook_error_handler(request, fault)
     log.error("internal error", path=request.url.path, exc_info=exc)
     return _body(500, 13, "internal error")
+
+
+def status_of(exc: BaseException) -> int:
+    """The status the handlers above answer for ``exc`` (for the request log)."""
+    if isinstance(exc, DaybookError):
+        return exc.status
+    if isinstance(exc, ValidationException):
+        return 400
+    if isinstance(exc, HTTPException):
+        return exc.status_code
+    if isinstance(exc, Exception):
+        from app.db.faults import classify
+
+        fault = classify(exc)
+        if fault is not None:
+            return fault.status
+    return 500
 
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {
@@ -143,5 +188,6 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_error_handler,
     HTTPException: http_error_handler,
     DBAPIError: database_error_handler,
+    OSError: internal_error_handler,
     Exception: internal_error_handler,
 }

@@ -16,6 +16,17 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 
+class _Stderr:
+    """``sys.stderr`` as it is at each write, not as it was when logging was configured
+    (a redirected or captured stderr gets the lines)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(fmt: str = "console", level: int = logging.INFO) -> None:
     renderer: Any = (
         structlog.processors.JSONRenderer()
@@ -31,7 +42,7 @@ def configure_logging(fmt: str = "console", level: int = logging.INFO) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 
@@ -46,15 +57,25 @@ def request_logging_middleware(app: ASGIApp) -> ASGIApp:
             return
         start = time.perf_counter()
         status = 500
+        started = False
 
         async def capture(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
             await send(message)
 
         try:
             await app(scope, receive, capture)
+        except BaseException as exc:
+            # Raised before a response started (authentication, for one): the
+            # app-level exception handler answers outside this middleware, with
+            # the status its handlers give this exception, so log that one.
+            if not started:
+                from app.errors import status_of
+
+                status = status_of(exc)
+            raise
         finally:
             user = scope.get("user")
             request_log.info(

@@ -18,12 +18,14 @@ from typing import Any
 import sqlalchemy as sa
 from litestar.connection import ASGIConnection
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.access.caller import Caller, Credential
 from app.auth.secrets import PAT_PREFIX, digest
 from app.db.schema import access_token, auth_session, user_account
-from app.errors import PermissionDenied, Unauthenticated
+from app.db.transactions import write_transaction
+from app.errors import PermissionDenied, Unauthenticated, Unavailable
 
 SESSION_COOKIE = "daybook_session"
 CSRF_HEADER = "x-csrf-token"
@@ -60,12 +62,8 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
             if row is None:
                 return None
             if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
-                await conn.execute(
-                    access_token.update()
-                    .where(access_token.c.id == row.id)
-                    .values(last_used_ts=now)
-                )
-                await conn.commit()
+                await conn.rollback()  # end the read before taking a write turn
+                await _touch(engine, row.id, now)
             return Caller(
                 user_id=row.user_id,
                 username=row.username,
@@ -84,6 +82,27 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
         role=session_row.role,
         credential=Credential.ACCESS_TOKEN,
         session_id=session_row.id,
+    )
+
+
+async def _touch(engine: AsyncEngine, token_id: int, now: int) -> None:
+    """Record a key's last use in its own short write transaction (best effort:
+    a busy or read-only database does not refuse the request for it)."""
+    try:
+        async with write_transaction(engine) as conn:
+            await conn.execute(
+                access_token.update()
+                .where(access_token.c.id == token_id, _stale(now))
+                .values(last_used_ts=now)
+            )
+    except (DBAPIError, Unavailable):
+        return
+
+
+def _stale(now: int) -> sa.ColumnElement[bool]:
+    return sa.or_(
+        access_token.c.last_used_ts.is_(None),
+        access_token.c.last_used_ts < now - LAST_USED_GRANULARITY,
     )
 
 

@@ -19,6 +19,7 @@ from app.auth.middleware import SESSION_COOKIE
 from app.auth.passwords import hash_password, needs_rehash, verify_dummy, verify_password
 from app.auth.secrets import SESSION_PREFIX, digest, new_secret
 from app.db.schema import auth_session, signin_failure, user_account
+from app.db.transactions import read_phase, write_transaction
 from app.deps import requires_user
 from app.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from app.settings import Settings
@@ -76,7 +77,7 @@ async def _too_many_failures(
 
 async def _record_failure(engine: Any, username: str, remote: str, now: int) -> None:
     # Its own transaction: the request's transaction rolls back with the 401.
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         await conn.execute(
             signin_failure.insert().values(username=username[:64], remote=remote, created_ts=now)
         )
@@ -102,11 +103,12 @@ class AuthController(Controller):
         remote = _remote(request)
         if await _too_many_failures(state.engine, creds.username, remote, now, settings):
             raise ResourceExhausted("too many failed sign-ins: try again later")
-        row = (
-            await db.execute(
-                sa.select(user_account).where(user_account.c.username == creds.username)
-            )
-        ).first()
+        async with read_phase(db):  # the password is checked with no write lock held
+            row = (
+                await db.execute(
+                    sa.select(user_account).where(user_account.c.username == creds.username)
+                )
+            ).first()
         if row is None:
             await verify_dummy(state.hasher, creds.password)
             ok = False
@@ -116,10 +118,11 @@ class AuthController(Controller):
             await _record_failure(state.engine, creds.username, remote, now)
             raise Unauthenticated("incorrect username or password, or the user is deactivated")
         if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
+            rehashed = await hash_password(state.hasher, creds.password)
             await db.execute(
                 user_account.update()
                 .where(user_account.c.id == row.id)
-                .values(password_hash=await hash_password(state.hasher, creds.password))
+                .values(password_hash=rehashed)
             )
         token = new_secret(SESSION_PREFIX)
         csrf = secrets.token_urlsafe(24)

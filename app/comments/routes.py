@@ -23,7 +23,7 @@ from app.memos.listing import ListQuery
 from app.memos.lookup import MemoName, comment_placement, readable_memo
 from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
-from app.memos.service import WriteContext
+from app.memos.service import WriteContext, prerender
 from app.settings import Settings
 
 
@@ -87,6 +87,7 @@ class CommentController(Controller):
         comment_id: Annotated[str | None, Parameter(query="commentId", max_length=64)] = None,
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
+        await prerender(data.content, access.content_length_limit)  # before the write lock
         parent = await readable_memo(db, memo, caller, access.access_mode)
         data = await comment_placement(db, caller, parent, data)
         ctx = WriteContext(caller, access, now)

@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.schema import instance_setting
+from app.db.transactions import write_transaction
 
 SECRET = "SECRET"  # noqa: S105 (the setting's name, not its value)
 LEGACY_FILE = "secret"
@@ -56,7 +57,7 @@ async def instance_secret(engine: AsyncEngine, data_dir: Path) -> str:
         return found
     candidate = legacy_secret(data_dir) or secrets.token_urlsafe(48)
     insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         await conn.execute(
             insert(instance_setting)
             .values(name=SECRET, value={"key": candidate})

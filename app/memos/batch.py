@@ -49,6 +49,7 @@ from app.memos.service import (
     load_for_read,
     may_write,
     prepare_memo,
+    prerender,
     update_memo,
 )
 
@@ -114,6 +115,11 @@ async def _prepare_all(
         raise InvalidArgument(f"memos: at most {MAX_BATCH} per call, got {len(inputs)}")
     items: list[_Item] = []
     first_seen: dict[str, int] = {}
+    for index, data in enumerate(inputs):  # parsed before the write lock is taken
+        try:
+            await prerender(data.content, ctx.access.content_length_limit)
+        except DaybookError as exc:
+            raise type(exc)(f"memos[{index}]: {exc.message}") from None
     for index, data in enumerate(inputs):
         try:
             prepared = await prepare_memo(conn, ctx, data, _client_id(data, index))

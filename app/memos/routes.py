@@ -28,6 +28,7 @@ from app.memos.service import (
     delete_memo,
     load_for_read,
     normalise_mask,
+    prerender,
     update_memo,
 )
 from app.settings import Settings
@@ -102,6 +103,7 @@ class MemoController(Controller):
         data: schemas.MemoIn,
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
+        await prerender(data.content, access.content_length_limit)  # before the write lock
         new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
         return await _one(db, new_id, caller, access)
 
@@ -142,10 +144,12 @@ class MemoController(Controller):
         if_match: Annotated[str | None, Parameter(header="If-Match", max_length=128)] = None,
     ) -> Response[schemas.Memo]:
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
-        row = await load_for_read(db, uid, caller, access.access_mode)
         paths = normalise_mask(update_mask if update_mask is not None else update_mask_snake, data)
         if not paths:
             raise InvalidArgument("updateMask: nothing to update")
+        if "content" in paths:
+            await prerender(data.content, access.content_length_limit)  # before the write lock
+        row = await load_for_read(db, uid, caller, access.access_mode)
         await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
         out = await _one(db, row.id, caller, access)
         return Response(out, headers={"ETag": out.etag})

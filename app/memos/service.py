@@ -9,6 +9,7 @@ never disagree with the memo it describes.
 from __future__ import annotations
 
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +31,11 @@ from app.errors import (
     NotFound,
     PermissionDenied,
     Unauthenticated,
+    Unavailable,
 )
 from app.instance.store import AccessSettings
 from app.memos.html_cache import store_html
+from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared
 from app.memos.schemas import MemoIn
@@ -69,6 +72,9 @@ TRACKED = (
 )
 
 
+_CAS_ATTEMPTS = 20  # recomputations of one update racing others (PostgreSQL only)
+
+
 @dataclass(frozen=True, slots=True)
 class WriteContext:
     caller: Caller
@@ -76,12 +82,49 @@ class WriteContext:
     now: int
 
 
-async def _content_columns(content: str, limit: int) -> dict[str, Any]:
+# Parses done by :func:`prerender` before the write lock is taken, keyed by the
+# content itself (a pure function's results, so any later write of the same
+# content may use them). Bounded by entries and characters; a miss only means
+# the parse happens later, under the lock.
+_PRERENDERED: OrderedDict[str, Parsed] = OrderedDict()
+_PRERENDER_ENTRIES = 512
+_PRERENDER_CHARS = 8 * 1024 * 1024
+_prerender_chars = 0
+
+
+def _check_length(content: str, limit: int) -> None:
     if len(content.encode()) > limit:
         raise InvalidArgument(
             f"content: {len(content.encode())} bytes exceeds the limit of {limit}"
         )
-    parsed = await parse_memo(content)  # off the event loop, bounded in time
+
+
+async def prerender(content: Any, limit: int) -> None:
+    """Validate and parse a write's content before its transaction opens.
+
+    Markdown is parsed off the loop (in a worker process beyond a few hundred
+    bytes): done inside the write transaction, every other writer would wait
+    for it. Errors are the ones the write itself would raise.
+    """
+    global _prerender_chars
+    if not isinstance(content, str) or content in _PRERENDERED:
+        return
+    _check_length(content, limit)
+    parsed = await parse_memo(content)
+    _PRERENDERED[content] = parsed
+    _prerender_chars += len(content) + len(parsed.html)
+    while _PRERENDERED and (
+        len(_PRERENDERED) > _PRERENDER_ENTRIES or _prerender_chars > _PRERENDER_CHARS
+    ):
+        old, dropped = _PRERENDERED.popitem(last=False)
+        _prerender_chars -= len(old) + len(dropped.html)
+
+
+async def _content_columns(content: str, limit: int) -> dict[str, Any]:
+    _check_length(content, limit)
+    parsed = _PRERENDERED.get(content)
+    if parsed is None:
+        parsed = await parse_memo(content)  # off the event loop, bounded in time
     props = parsed.props
     return {
         "content": content,
@@ -334,6 +377,8 @@ async def update_memo(
     data: MemoIn,
     paths: set[str],
     if_match: str | None,
+    *,
+    _attempt: int = 1,
 ) -> None:
     from app.memos.present import etag
 
@@ -403,7 +448,25 @@ async def update_memo(
         kind = "RESTORE"
     changed["version"] = row.version + 1
     changed["origin"] = ctx.caller.origin()
-    await conn.execute(memo.update().where(memo.c.id == row.id).values(**changed))
+    # Compare-and-swap: the row is written only if it is still the version this
+    # update was computed from. On SQLite the write lock makes a miss
+    # impossible; on PostgreSQL (READ COMMITTED) a concurrent update's commit
+    # turns ours into a miss: with If-Match that is a stale etag (412),
+    # without it the update is recomputed from the new version, so every
+    # acknowledged update gets its own version and history event.
+    swapped = await conn.execute(
+        memo.update().where(memo.c.id == row.id, memo.c.version == row.version).values(**changed)
+    )
+    if swapped.rowcount != 1:
+        if if_match is not None and if_match.strip() != "*":
+            raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
+        if _attempt >= _CAS_ATTEMPTS:
+            raise Unavailable("the memo is being changed by others: retry shortly")
+        fresh = (await conn.execute(sa.select(memo).where(memo.c.id == row.id))).first()
+        if fresh is None:
+            raise NotFound(f"memo {row.uid!r} not found")
+        await update_memo(conn, ctx, fresh, data, paths, if_match, _attempt=_attempt + 1)
+        return
     if tags is not None:
         await _replace_tags(conn, row.id, tags)
     if html is not None and "content" in changed:

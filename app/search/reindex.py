@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
+from app.db.transactions import write_transaction
 from app.search.embedder import Embedder
 from app.search.runtime import has_pgvector
 from app.search.tables import memo_embedding
@@ -21,7 +22,7 @@ from app.search.worker import BATCH, embed_text, store_vectors
 
 
 async def rebuild_fts(engine: AsyncEngine) -> None:
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         if conn.dialect.name == "sqlite":
             await conn.exec_driver_sql("INSERT INTO memo_fts(memo_fts) VALUES ('rebuild')")
         else:
@@ -54,12 +55,12 @@ async def reembed_all(
         vectors = await asyncio.to_thread(
             embedder.embed_passages, [embed_text(r.content) for r in rows]
         )
-        async with engine.begin() as conn:
+        async with write_transaction(engine) as conn:
             stored += await store_vectors(conn, embedder, rows, vectors, pgvector)
         last_id = rows[-1].id
         advance(len(rows))
     e = memo_embedding
-    async with engine.begin() as conn:
+    async with write_transaction(engine) as conn:
         other = sa.or_(e.c.model != embedder.name, e.c.dim != embedder.dim)
         await conn.execute(e.delete().where(other))
     return stored

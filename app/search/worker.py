@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.schema import memo
+from app.db.transactions import write_transaction
 from app.search.embedder import Embedder, Vectors
 from app.search.tables import (
     HalfVec,
@@ -159,7 +160,7 @@ async def sweep_queue(engine: AsyncEngine, embedder: Embedder, chunk: int = SWEE
         last = (await conn.execute(sa.select(sa.func.max(memo.c.id)))).scalar() or 0
     added = 0
     for low in range(0, int(last), chunk):
-        async with engine.begin() as conn:
+        async with write_transaction(engine) as conn:
             added += await enqueue_missing(conn, embedder.name, embedder.dim, low, low + chunk)
     if added:
         log.info(
@@ -203,7 +204,7 @@ async def embed_pending(
         started = time.perf_counter()
         texts = [embed_text(r.content) for r in rows]
         vectors = await asyncio.to_thread(embedder.embed_passages, texts)
-        async with engine.begin() as conn:
+        async with write_transaction(engine) as conn:
             total += await store_vectors(conn, embedder, rows, vectors, pgvector)
             await prune_log(conn)
         if stats is not None:

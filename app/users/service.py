@@ -14,6 +14,7 @@ from app.access.caller import Caller
 from app.api.structs import USERNAME_RE
 from app.auth.passwords import hash_password
 from app.db.schema import auth_session, user_account
+from app.db.transactions import read_phase, serialize
 from app.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -67,6 +68,23 @@ async def user_count(conn: AsyncConnection) -> int:
     )
 
 
+SIGN_UP_LOCK = 1  # app.db.transactions.serialize key of user creation
+
+
+def _role(first: bool, by_admin: bool, access: AccessSettings, data: UserIn) -> str:
+    """The new user's role, or PermissionDenied when sign-up is closed to this caller."""
+    if first:
+        return "ADMIN"
+    if by_admin:
+        role = data.role if isinstance(data.role, str) else "USER"
+        if role not in ROLES:
+            raise InvalidArgument(f"role: {role!r} is not one of ADMIN, USER")
+        return role
+    if access.allow_registration:
+        return "USER"
+    raise PermissionDenied("registration is closed on this instance")
+
+
 async def create_user(
     conn: AsyncConnection,
     hasher: PasswordHasher,
@@ -84,23 +102,22 @@ async def create_user(
         raise InvalidArgument("username and password are required")
     username = valid_username(data.username)
     password = valid_password(data.password)
-    first = await user_count(conn) == 0
     by_admin = caller is not None and caller.is_admin and not caller.is_restricted
-    if first:
-        role = "ADMIN"
-    elif by_admin:
-        role = data.role if isinstance(data.role, str) else "USER"
-        if role not in ROLES:
-            raise InvalidArgument(f"role: {role!r} is not one of ADMIN, USER")
-    elif access.allow_registration:
-        role = "USER"
-    else:
-        raise PermissionDenied("registration is closed on this instance")
+    # Refuse early (closed registration) from a short read, and hash the
+    # password before the write lock is taken; then decide for real.
+    async with read_phase(conn):
+        _role(await user_count(conn) == 0, by_admin, access, data)
+    password_hash = await hash_password(hasher, password)
+    # Exactly one first ADMIN however many sign-ups race: the count and the
+    # insert happen under one lock (SQLite: the write transaction's; PostgreSQL:
+    # an advisory lock, since READ COMMITTED would let every racer count 0).
+    await serialize(conn, SIGN_UP_LOCK)
+    role = _role(await user_count(conn) == 0, by_admin, access, data)
     values = {
         "username": username,
         "role": role,
         "state": "NORMAL",
-        "password_hash": await hash_password(hasher, password),
+        "password_hash": password_hash,
         "nickname": _text(data.nickname if isinstance(data.nickname, str) else "", "nickname", 128),
         "email": _text(data.email if isinstance(data.email, str) else "", "email", 256),
         "description": _text(

@@ -1,0 +1,321 @@
+"""Read and write transactions: who takes the write lock, when, and for how long.
+
+SQLite (pysqlite/aiosqlite) would otherwise open transactions on its own,
+late and in the wrong mode: the driver issued no BEGIN before the first DML
+statement, so the first ``begin_nested()`` SAVEPOINT opened the real
+transaction and its RELEASE committed half a write; and a transaction that
+had read before writing got ``SQLITE_BUSY`` at once (a stale snapshot cannot
+wait for the lock), whatever the busy timeout. Here SQLAlchemy's documented
+recipe takes control: the driver's own transaction handling is off
+(``isolation_level = None``) and the engine's ``begin`` event emits
+
+- ``BEGIN`` (deferred) for a read: one WAL snapshot for the whole read,
+  never blocking or blocked by the writer;
+- ``BEGIN IMMEDIATE`` for a write: the write lock is taken before the first
+  statement, so nothing read inside the transaction can be stale and the
+  busy timeout applies. In-process writers queue on an asyncio lock
+  (:class:`WriterGate`, first come first served, without spinning in
+  SQLite's busy handler); other processes are waited for by the busy
+  timeout and a retry with back-off, up to :data:`WRITE_WAIT` seconds, then
+  :class:`DatabaseBusy` (503).
+
+SAVEPOINTs now nest inside that transaction and commit nothing by
+themselves: a write is all or nothing.
+
+PostgreSQL: reads run in ``REPEATABLE READ READ ONLY`` (one snapshot for
+every statement of the read), writes in ``READ COMMITTED`` (row locks plus
+compare-and-swap in the statements themselves, see ``app.memos.service``).
+
+A write *request* (:func:`lazy_write`) opens its transaction at its first
+statement, not when the connection is taken: the caller is resolved and the
+body parsed before, and :func:`read_phase` lets a handler (or a dependency,
+``app.deps.provide_access``) read what it needs for validation in a short
+read transaction first, so rendering Markdown and hashing passwords happen
+while no lock is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import sqlalchemy as sa
+import structlog
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.util import await_only
+
+from app.errors import Unavailable
+
+__all__ = [
+    "WRITE_WAIT",
+    "DatabaseBusy",
+    "TxKind",
+    "WriterGate",
+    "install",
+    "lazy_write",
+    "read_phase",
+    "read_transaction",
+    "serialize",
+    "transaction",
+    "write_transaction",
+]
+
+log = structlog.get_logger("daybook.db")
+
+TX_OPTION = "daybook_tx"
+WRITE_WAIT = 10.0  # seconds a write waits for its turn before 503
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.005, 0.25
+
+
+class TxKind(enum.Enum):
+    READ = "read"
+    WRITE = "write"
+
+
+class DatabaseBusy(Unavailable):
+    """The write lock was not free within the wait budget: retry later (503)."""
+
+    retry_after = 1
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLite's SQLITE_BUSY / SQLITE_LOCKED, by message (the driver has no codes on 3.11)."""
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "database is locked" in text or "database is busy" in text or "is locked" in text
+
+
+class WriterGate:
+    """One SQLite writer at a time per process, in arrival order.
+
+    SQLite allows one writer per database; waiting for it inside SQLite means
+    sleeping in its busy handler with growing pauses, so a queue of 50
+    writers became a lottery with multi-second tails. The gate is an asyncio
+    lock, taken by the ``begin`` event of a write transaction and released
+    when it ends (or, as a safety net, when its connection returns to the
+    pool). Bound lazily to the running loop, so one engine survives
+    ``asyncio.run`` being called more than once (the CLI does).
+    """
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._holder: Any = None  # the DBAPI connection of the current writer
+        self._task: asyncio.Task[Any] | None = None
+
+    def _current(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop, self._holder = asyncio.Lock(), loop, None
+        return self._lock
+
+    async def acquire(self, holder: Any, wait: float) -> None:
+        lock = self._current()
+        if self._holder is holder:
+            return
+        task = asyncio.current_task()
+        if self._holder is not None and task is not None and self._task is task:
+            # A second write transaction opened while this task's first is open
+            # would wait for itself: fail at once, naming the bug.
+            raise RuntimeError("nested write transaction: the task already holds the write turn")
+        try:
+            await asyncio.wait_for(lock.acquire(), wait)
+        except TimeoutError:
+            raise DatabaseBusy(
+                f"the database is busy: no write turn within {wait:.0f} s, retry shortly"
+            ) from None
+        self._holder, self._task = holder, task
+
+    def release(self, holder: Any) -> None:
+        if self._holder is not None and self._holder is holder and self._lock is not None:
+            self._holder = self._task = None
+            self._lock.release()
+
+    @property
+    def held(self) -> bool:
+        return self._holder is not None
+
+
+_GATE_ATTR = "_daybook_writer_gate"
+
+
+def gate_of(engine: AsyncEngine | sa.Engine) -> WriterGate | None:
+    sync = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
+    gate = getattr(sync, _GATE_ATTR, None)
+    return gate if isinstance(gate, WriterGate) else None
+
+
+def _kind(conn: Connection | None) -> TxKind:
+    if conn is None:
+        return TxKind.READ
+    kind = conn.get_execution_options().get(TX_OPTION, TxKind.READ)
+    return kind if isinstance(kind, TxKind) else TxKind.READ
+
+
+def _begin_immediate(conn: Connection, budget: float) -> None:
+    """BEGIN IMMEDIATE, retried with back-off while another process writes."""
+    deadline = time.monotonic() + budget
+    delay = _BACKOFF_FIRST
+    while True:
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            if time.monotonic() + delay > deadline:
+                raise DatabaseBusy(
+                    "the database is locked by another process: retry shortly"
+                ) from None
+        await_only(asyncio.sleep(delay))
+        delay = min(delay * 2, _BACKOFF_MAX)
+
+
+def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
+    """Take control of BEGIN on a SQLite engine (a no-op on PostgreSQL)."""
+    if engine.dialect.name != "sqlite":
+        return
+    if write_wait is None:
+        write_wait = WRITE_WAIT
+    sync = engine.sync_engine
+    gate = WriterGate()
+    setattr(sync, _GATE_ATTR, gate)
+
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # After the pragmas (app.db.engine): the driver emits no BEGIN of its own.
+        dbapi_connection.isolation_level = None
+
+    def on_begin(conn: Connection) -> None:
+        if _kind(conn) is TxKind.WRITE:
+            holder = conn.connection.dbapi_connection
+            await_only(gate.acquire(holder, write_wait))
+            try:
+                _begin_immediate(conn, write_wait)
+            except BaseException:
+                gate.release(holder)
+                raise
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+    def on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        gate.release(dbapi_connection)
+
+    sa.event.listen(sync, "connect", on_connect)
+    sa.event.listen(sync, "begin", on_begin)
+    sa.event.listen(sync.pool, "checkin", on_checkin)
+
+
+def _release(conn: AsyncConnection) -> None:
+    gate = gate_of(conn.engine)
+    if gate is not None and conn.sync_connection is not None and not conn.closed:
+        with contextlib.suppress(Exception):
+            gate.release(conn.sync_connection.connection.dbapi_connection)
+
+
+async def _options(conn: AsyncConnection, kind: TxKind) -> None:
+    if conn.dialect.name == "postgresql":
+        if kind is TxKind.READ:
+            await conn.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True, **{TX_OPTION: kind}
+            )
+        else:
+            await conn.execution_options(isolation_level="READ COMMITTED", **{TX_OPTION: kind})
+    else:
+        await conn.execution_options(**{TX_OPTION: kind})
+
+
+async def _finish(conn: AsyncConnection, ok: bool) -> None:
+    try:
+        if conn.in_transaction():
+            if ok:
+                await conn.commit()
+            else:
+                # The block's own error is the one to report, not a failed rollback
+                # (a connection the database dropped is discarded by the pool).
+                with contextlib.suppress(Exception):
+                    await conn.rollback()
+    finally:
+        _release(conn)
+
+
+@contextlib.asynccontextmanager
+async def transaction(engine: AsyncEngine, kind: TxKind) -> AsyncIterator[AsyncConnection]:
+    """A connection whose transaction opens at its first statement, in ``kind``'s mode.
+
+    Committed when the block exits normally, rolled back when it raises.
+    """
+    async with engine.connect() as conn:
+        await _options(conn, kind)
+        try:
+            yield conn
+        except BaseException:
+            await _finish(conn, ok=False)
+            raise
+        await _finish(conn, ok=True)
+
+
+def read_transaction(
+    engine: AsyncEngine,
+) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+    """One snapshot for everything read in the block."""
+    return transaction(engine, TxKind.READ)
+
+
+def lazy_write(engine: AsyncEngine) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+    """A write transaction that takes the write lock at its first statement."""
+    return transaction(engine, TxKind.WRITE)
+
+
+@contextlib.asynccontextmanager
+async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A write transaction with the write lock taken on entry."""
+    async with transaction(engine, TxKind.WRITE) as conn:
+        await conn.begin()
+        yield conn
+
+
+@contextlib.asynccontextmanager
+async def read_phase(conn: AsyncConnection) -> AsyncIterator[None]:
+    """Run the block in a short read transaction of a write connection that has not begun.
+
+    Used before the write lock is taken, for what validating a write needs
+    (instance settings, the caller's scope): the read commits at the end of
+    the block, and the next statement opens the write transaction. Inside a
+    transaction already open (or on a read connection) the block simply runs
+    in it.
+    """
+    if conn.in_transaction() or _kind(conn.sync_connection) is not TxKind.WRITE:
+        yield
+        return
+    await conn.execution_options(**{TX_OPTION: TxKind.READ})
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction():
+            await conn.rollback()
+        raise
+    else:
+        if conn.in_transaction():
+            await conn.commit()
+    finally:
+        await conn.execution_options(**{TX_OPTION: TxKind.WRITE})
+
+
+_PG_SERIAL_BASE = 0x6461_7900  # "day\0": advisory lock keys of serialized decisions
+
+
+async def serialize(conn: AsyncConnection, key: int) -> None:
+    """Serialize one decision among concurrent writers (e.g. "is this the first user?").
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite: nothing to do, a
+    write transaction already holds the database's only write lock.
+    """
+    if conn.dialect.name == "postgresql":
+        await conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SERIAL_BASE + key}
+        )
