@@ -353,3 +353,19 @@ def test_space_workflow(new_page: Any, server: Server) -> None:
         e for e in alice_console if "pattern" in e.lower() or "regular expression" in e.lower()
     ]
     assert alice.js_errors == [] and bob.js_errors == [] and carol.js_errors == []
+
+
+def test_wrong_password_says_so_and_keeps_the_username(new_page: Any, server: Server) -> None:
+    """Issue 19 defect 1: an inline error, the username kept, then signing in works."""
+    ensure_admin(server)
+    page = new_page()
+    page.goto("/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password", exact=True).fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator(".form-error")).to_have_text("Wrong username or password.")
+    expect(page.get_by_label("Username")).to_have_value("alice")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_label(EDITOR).wait_for()
+    assert page.js_errors == []

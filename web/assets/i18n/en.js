@@ -15,6 +15,7 @@ export default {
   passwordConfirm: "Repeat password",
   passwordMismatch: "The passwords do not match.",
   noAccount: "No account yet?",
+  wrongPassword: "Wrong username or password.",
   haveAccount: "Already have an account?",
   // navigation
   nav: "Navigation",
