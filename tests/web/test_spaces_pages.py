@@ -369,3 +369,19 @@ def test_wrong_password_says_so_and_keeps_the_username(new_page: Any, server: Se
     page.get_by_role("button", name="Sign in").click()
     page.get_by_label(EDITOR).wait_for()
     assert page.js_errors == []
+
+
+def test_archive_has_undo(new_page: Any, server: Server) -> None:
+    """Archiving offers Undo; Undo puts the memo back in the timeline and on the server."""
+    ensure_admin(server)
+    memo = server.api("alice", "POST", "/memos", json={"content": "Return the library books"})
+    page = new_page()
+    sign_in(page, "alice")
+    c = card(page, "Return the library books")
+    c.get_by_label("Actions").click()
+    c.get_by_role("menuitem", name="Archive").click()
+    expect(card(page, "Return the library books")).to_have_count(0)
+    page.locator("#toasts").get_by_role("button", name="Undo").click()
+    expect(card(page, "Return the library books")).to_be_visible()
+    assert server.api("alice", "GET", f"/{memo['name']}")["state"] == "NORMAL"
+    assert page.js_errors == []

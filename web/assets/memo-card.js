@@ -23,7 +23,7 @@ export function contentNode(memo) {
   return el;
 }
 
-export function memoCard(memo, { onChanged, onRemoved, readonly = false, openComments = false, page = false }) {
+export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = false, openComments = false, page = false }) {
   // Who may change it: the creator of a personal memo; in a space, the write
   // rule (creator with write at its path, or owner there). The server decides.
   const mine = !readonly && state.me && memo.creator === state.me.name;
@@ -194,9 +194,18 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false, openCom
         archived || !mine || memo.visibility === "SPACE" ? null : item(t("copyLink"), share),
         page ? null : item(t("openPage"), () => { location.hash = `#/m/${id}`; }),
         item(archived ? t("restore") : t("archive"), async () => {
-          const saved = await patch({ state: archived ? "NORMAL" : "ARCHIVED" }, "state",
-            archived ? t("restoredToast") : t("archivedToast"));
-          if (saved) onRemoved?.(memo);
+          const saved = await patch({ state: archived ? "NORMAL" : "ARCHIVED" }, "state");
+          if (!saved) return;
+          onRemoved?.(memo);
+          // Undo puts it back as it was (issue 19: undo for archive).
+          toast(archived ? t("restoredToast") : t("archivedToast"), "info", { label: t("undo"), run: async () => {
+            try {
+              const back = await api(`/memos/${id}`, { method: "PATCH", query: { updateMask: "state" },
+                body: { state: archived ? "ARCHIVED" : "NORMAL" }, headers: { "If-Match": saved.etag } });
+              toast(t("undone"));
+              onRestored?.(await fetchRendered(back.name));
+            } catch { /* toasted */ }
+          } });
         }),
         item(t("delete"), async () => {
           if (!(await confirmDialog(t("confirmDelete"), { confirmLabel: t("delete"), danger: true }))) return;

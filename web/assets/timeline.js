@@ -90,6 +90,7 @@ export function createTimeline(route, { onCountsChanged } = {}) {
         el.replaceWith(card(updated));
         onCountsChanged?.();
       },
+      onRestored: (back) => { if (back.state === (archived ? "ARCHIVED" : "NORMAL")) root.addMemo(back); },
       onRemoved: () => {
         const next = el.nextElementSibling || el.previousElementSibling;
         el.remove();

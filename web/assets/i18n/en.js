@@ -86,6 +86,8 @@ export default {
   archivedToast: "Memo archived.",
   restoredToast: "Memo restored.",
   savedToast: "Saved.",
+  undo: "Undo",
+  undone: "Undone.",
   staleMemo: "This memo changed elsewhere; it has been reloaded.",
   comments: "Comments",
   commentCount: "{count} comments",
