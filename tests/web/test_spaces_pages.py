@@ -377,6 +377,15 @@ def test_archive_has_undo(new_page: Any, server: Server) -> None:
     memo = server.api("alice", "POST", "/memos", json={"content": "Return the library books"})
     page = new_page()
     sign_in(page, "alice")
+    # The heatmap has month and weekday labels and a legend.
+    side = page.locator(".sidebar")
+    expect(side.locator(".heat-month").filter(has_text=re.compile(r"[A-Za-z]"))).not_to_have_count(
+        0
+    )
+    expect(side.locator(".heat-days")).to_contain_text("Mon")
+    expect(side.locator(".heat-legend")).to_contain_text("Less")
+    expect(side.locator(".heat-legend .legend-cell")).to_have_count(5)
+    _shot(page, "timeline-heatmap-desktop")
     c = card(page, "Return the library books")
     c.get_by_label("Actions").click()
     c.get_by_role("menuitem", name="Archive").click()

@@ -7,7 +7,7 @@ import { currentRoute, filterFor, localDay, navigate, setParams, state } from ".
 import { createSpaceDialog } from "./spaces.js";
 import { isAdmin } from "./admin.js";
 
-const WEEKS = 16;
+const WEEKS = 14; // with the weekday labels, fits the 272 px sidebar
 
 export function renderSidebar(container, route) {
   const link = (name, label, arg = "") => {
@@ -66,7 +66,27 @@ function heatmap(route) {
       "aria-pressed": String(route.params.day === day), dataset: { day },
       onclick: () => setParams({ day: route.params.day === day ? null : day }) }));
   }
-  return h("div", { class: "heatmap", role: "group", "aria-label": t("activity") }, cells);
+  // Month labels over the week columns, weekday labels beside the rows, and a
+  // legend (issue 19: the heatmap had neither).
+  const months = [];
+  let last = -1;
+  for (let i = 0; i < cells.length; i += 7) {
+    const first = new Date(`${cells[i].dataset.day}T00:00:00`);
+    const month = first.getMonth();
+    months.push(h("span", { class: "heat-month" }, month !== last && (i > 0 || first.getDate() <= 7)
+      ? first.toLocaleDateString(undefined, { month: "short" }) : ""));
+    last = month;
+  }
+  const weekday = (n) => new Date(2026, 1, 1 + n).toLocaleDateString(undefined, { weekday: "short" }); // 2026-02-01 is a Sunday
+  const days = h("div", { class: "heat-days", "aria-hidden": "true" }, [0, 1, 2, 3, 4, 5, 6].map((n) =>
+    h("span", {}, n % 2 ? weekday(n) : "")));
+  const legend = h("div", { class: "heat-legend muted small", "aria-hidden": "true" }, t("less"),
+    [0, 1, 2, 3, 4].map((l) => h("span", { class: `day l${l} legend-cell` })), t("more"));
+  return h("div", { class: "heat-wrap" },
+    h("div", { class: "heat-months", "aria-hidden": "true" }, months),
+    h("div", { class: "heat-body" }, days,
+      h("div", { class: "heatmap", role: "group", "aria-label": t("activity") }, cells)),
+    legend);
 }
 
 function tagTree(route) {

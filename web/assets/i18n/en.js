@@ -32,6 +32,8 @@ export default {
   noTags: "Tags you write as #tag show up here.",
   activity: "Activity",
   activityDay: "{count} memos on {date}",
+  less: "Less",
+  more: "More",
   savedViews: "Saved views",
   saveView: "Save current filter as a view",
   viewTitle: "View title",
