@@ -1,12 +1,12 @@
 // The admin screen (#/admin): every user with role and state, create a user
 // (so sign-up can stay closed), change roles, archive and restore, the
-// registration switch. (Password reset links: see decision 0025.)
+// registration switch. (Password reset links: see decision 0025.) Loaded
+// only when the screen is opened, so other pages do not pay for it.
 import { api } from "./api.js";
 import { clear, confirmDialog, field, h, relativeTime, toast } from "./dom.js";
 import { t } from "./i18n.js";
-import { state } from "./store.js";
+import { isAdmin, state } from "./store.js";
 
-export const isAdmin = () => state.me && (state.me.role === "ADMIN" || state.me.role === "HOST");
 
 export function renderAdmin(container) {
   if (!isAdmin()) {

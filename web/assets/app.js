@@ -13,7 +13,6 @@ import { currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
 import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
 import { memoPage } from "./memo-page.js";
-import { renderAdmin } from "./admin.js";
 import { renderShared } from "./share.js";
 import { contentNode } from "./memo-card.js";
 
@@ -143,7 +142,7 @@ function render({ keepComposer = false } = {}) {
     return;
   }
   if (route.name === "admin") {
-    renderAdmin(layout.main);
+    import("./admin.js").then((m) => { if (currentRoute().name === "admin") m.renderAdmin(layout.main); });
     document.title = `${t("users")} · ${t("appName")}`;
     return;
   }

@@ -2,7 +2,7 @@
 // autocomplete, paste/drop attachments, visibility (and space + path for
 // SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
 import { api, features, memoId } from "./api.js";
-import { field, h, nextId, toast, debounce } from "./dom.js";
+import { h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { state } from "./store.js";

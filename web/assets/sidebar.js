@@ -3,9 +3,8 @@
 import { api, features } from "./api.js";
 import { clear, confirmDialog, h, promptDialog, toast } from "./dom.js";
 import { t } from "./i18n.js";
-import { currentRoute, filterFor, localDay, navigate, setParams, state } from "./store.js";
+import { currentRoute, filterFor, isAdmin, localDay, navigate, setParams, state } from "./store.js";
 import { createSpaceDialog } from "./spaces.js";
-import { isAdmin } from "./admin.js";
 
 const WEEKS = 14; // with the weekday labels, fits the 272 px sidebar
 

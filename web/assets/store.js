@@ -40,6 +40,8 @@ export function setParams(changes) {
   navigate(route.name, route.arg, params);
 }
 
+export const isAdmin = () => Boolean(state.me && (state.me.role === "ADMIN" || state.me.role === "HOST"));
+
 const cel = (s) => JSON.stringify(s);
 
 // The CEL filter for a route: the page's own scope ANDed with the user's chips.
