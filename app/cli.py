@@ -100,6 +100,12 @@ def _graceful_server(config: Any) -> Any:
     default=None,
     help="Public URL, e.g. https://notes.example.com [env DAYBOOK_PUBLIC_URL]",
 )
+@click.option(
+    "--trusted-proxies",
+    default=None,
+    help="Comma-separated proxy addresses or networks whose X-Forwarded-For/-Proto are"
+    " believed, e.g. 127.0.0.1 or 10.0.0.0/8 [env DAYBOOK_TRUSTED_PROXIES; default none]",
+)
 @click.option("--no-migrate", is_flag=True, help="Do not run migrations at start")
 def serve(
     data_dir: Path | None,
@@ -109,6 +115,7 @@ def serve(
     host: str | None,
     port: int | None,
     public_url: str | None,
+    trusted_proxies: str | None,
     no_migrate: bool,
 ) -> None:
     """Run the HTTP server (finishes requests in flight on SIGTERM)."""
@@ -125,18 +132,29 @@ def serve(
         migrate_on_start=False if no_migrate else None,
         storage=storage,
         storage_dir=storage_dir,
+        trusted_proxies=trusted_proxies,
     ).resolved()
-    config = uvicorn.Config(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        proxy_headers=True,
-        forwarded_allow_ips="127.0.0.1",
-        timeout_graceful_shutdown=30,
-    )
+    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings))
     _graceful_server(config).run()
+
+
+def uvicorn_options(settings: Any) -> dict[str, Any]:
+    """uvicorn's settings for ``serve``.
+
+    ``proxy_headers`` is off: uvicorn's default trusts X-Forwarded-For from
+    loopback, which any local process (or a proxy that passes the header
+    through) could forge. The app applies ``--trusted-proxies`` itself
+    (``app.server.Daybook``), trusting nobody unless told.
+    """
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_config": None,
+        "access_log": False,
+        "proxy_headers": False,
+        "server_header": False,
+        "timeout_graceful_shutdown": 30,
+    }
 
 
 @main.command()
@@ -342,6 +360,74 @@ def user_create(
 
     asyncio.run(run())
     click.echo(f"created user {username}{' (ADMIN)' if admin else ''}")
+
+
+@main.command("reset-password")
+@_with(_server_options)
+@click.argument("username")
+@click.option(
+    "--public-url",
+    default=None,
+    help="Base of the printed link, e.g. https://notes.example.com [env DAYBOOK_PUBLIC_URL]",
+)
+def reset_password(
+    data_dir: Path | None, database_url: str | None, username: str, public_url: str | None
+) -> None:
+    """Print a one-time link (and its token) with which USERNAME sets a new password.
+
+    The current password keeps working until the link is used; the link
+    expires after 24 hours, works once, and is recorded in the user's audit
+    events. Nobody but the user learns the new password.
+    """
+    import time
+
+    import sqlalchemy as sa
+
+    from app.auth import reset
+    from app.db.engine import create_engine
+    from app.db.migrate import upgrade
+    from app.db.schema import user_account
+
+    settings = load_settings(
+        data_dir=data_dir, database_url=database_url, public_url=public_url
+    ).resolved()
+
+    async def run() -> reset.IssuedReset:
+        engine = create_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+            async with write_transaction(engine) as conn:
+                user_id = (
+                    await conn.execute(
+                        sa.select(user_account.c.id).where(
+                            user_account.c.username == username,
+                            user_account.c.state == "NORMAL",
+                        )
+                    )
+                ).scalar_one_or_none()
+                if user_id is None:
+                    raise click.ClickException(f"no active user {username!r}")
+                return await reset.issue(
+                    conn,
+                    user_id,
+                    issued_by="cli",
+                    now=int(time.time()),
+                    lifetime=settings.reset_link_lifetime,
+                )
+        finally:
+            await engine.dispose()
+
+    issued = asyncio.run(run())
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(issued.expires_ts))
+    if settings.public_url:
+        click.echo(f"reset link for {username} (single use, expires {expires}):")
+        click.echo(issued.url(settings.public_url))
+    else:
+        click.echo(
+            f"reset token for {username} (single use, expires {expires}); open"
+            f" <server>{reset.RESET_PATH}#token=<token>, or pass --public-url for a full link:"
+        )
+    click.echo(f"token: {issued.secret}")
 
 
 @main.command()

@@ -68,9 +68,13 @@ def provide_settings(state: State) -> Settings:
 async def provide_access(db: AsyncConnection, state: State) -> AccessSettings:
     settings: Settings = state.settings
     async with read_phase(db):  # a write's lock is not taken for the settings
-        return await load_access(
+        access = await load_access(
             db, AccessSettings(content_length_limit=settings.content_length_limit)
         )
+    # The body limit of memo routes (app.api.body_limits) follows the largest limit seen.
+    if access.content_length_limit > getattr(state, "content_length_seen", 0):
+        state.content_length_seen = access.content_length_limit
+    return access
 
 
 def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
@@ -79,12 +83,14 @@ def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHa
 
 
 def requires_session(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Keys cannot mint keys: only a session or a sign-in token passes."""
+    """Keys cannot mint keys nor manage credentials: only a session or a sign-in token passes."""
     user = connection.scope.get("user")
     if not isinstance(user, Caller):
         raise Unauthenticated("authentication required")
     if user.pat_id is not None:
-        raise PermissionDenied("personal access tokens cannot manage tokens: sign in instead")
+        raise PermissionDenied(
+            "personal access tokens cannot manage tokens or credentials: sign in instead"
+        )
 
 
 def management_plane(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

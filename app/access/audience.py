@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,17 +24,29 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.caller import Caller, restriction_key
 from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, path_covers, space_scope
+from app.access.vocab import AccessMode, MemoState, Visibility
 from app.db.schema import memo, user_account
 
-VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
-PERSONAL_VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC")
-MEMO_STATES = ("NORMAL", "ARCHIVED")
+__all__ = [
+    "MEMO_STATES",
+    "PERSONAL_VISIBILITIES",
+    "USER_STATES",
+    "VISIBILITIES",
+    "AccessMode",
+    "MemoFacts",
+    "audience_predicate",
+    "can_read",
+    "personal_reach",
+]
+
+VISIBILITIES = tuple(Visibility)
+PERSONAL_VISIBILITIES = (Visibility.PRIVATE, Visibility.PROTECTED, Visibility.PUBLIC)
+# The only states any read admits. Every other value denies on every path,
+# the creator included: ``TRASHED`` (app.memos.trash) is reachable only
+# through the creator's trash endpoints, which read the memo as it would be
+# restored (``app.memos.trash.RESTORED``) under this same predicate.
+MEMO_STATES = (MemoState.NORMAL, MemoState.ARCHIVED)
 USER_STATES = ("NORMAL", "ARCHIVED")
-
-
-class AccessMode(StrEnum):
-    PRIVATE = "PRIVATE"
-    PUBLIC = "PUBLIC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +65,11 @@ def personal_reach(caller: Caller) -> str:
     """A restricted key's reach over memos outside spaces: NONE, OWN or AUDIENCE.
 
     An unrestricted credential has the holder's whole audience. A malformed
-    restriction reaches nothing (fail closed).
+    restriction reaches nothing (fail closed, :class:`~app.access.restriction.Restriction`).
     """
     if caller.restriction is None:
         return "AUDIENCE"
-    value = caller.restriction.get("personal")
-    return value if value in ("NONE", "OWN", "AUDIENCE") else "NONE"
+    return caller.restriction.personal.value
 
 
 def _personal_reach_allows(caller: Caller, creator_id: int) -> bool:

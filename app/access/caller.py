@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from app.access.restriction import Restriction
 
 
 class Credential(StrEnum):
@@ -29,7 +30,13 @@ class Caller:
     session_id: int | None = None
     pat_id: int | None = None
     pat_description: str = ""
-    restriction: dict[str, Any] | None = None
+    restriction: Restriction | None = None
+
+    def __post_init__(self) -> None:
+        # The one place a stored restriction is parsed (fail closed): the
+        # credential resolver hands over the stored JSON, decisions read this.
+        if self.restriction is not None and not isinstance(self.restriction, Restriction):
+            object.__setattr__(self, "restriction", Restriction.parse(self.restriction))
 
     @property
     def is_admin(self) -> bool:
@@ -46,17 +53,18 @@ class Caller:
         return {"kind": self.credential.value}
 
 
-def restriction_key(caller: Caller | None) -> str | None:
-    """A restricted credential's restriction as canonical JSON, None otherwise.
+def restriction_key(caller: Caller | None) -> Restriction | None:
+    """A restricted credential's restriction, None otherwise.
 
-    What the caller can read depends only on its user id and this, so the
-    access expressions built from it are memoised under ``(user_id, key)``.
+    What the caller can read depends only on its user id and this (a frozen,
+    hashable value), so the access expressions built from it are memoised
+    under ``(user_id, restriction)``.
     """
-    if caller is None or caller.restriction is None:
+    if caller is None:
         return None
-    return json.dumps(caller.restriction, sort_keys=True)
+    return caller.restriction
 
 
-def key_caller(user_id: int, key: str) -> Caller:
+def key_caller(user_id: int, restriction: Restriction) -> Caller:
     """The restricted caller that a memoised builder stands for (from ``restriction_key``)."""
-    return Caller(user_id, "", "USER", Credential.PAT, restriction=json.loads(key))
+    return Caller(user_id, "", "USER", Credential.PAT, restriction=restriction)

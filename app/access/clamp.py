@@ -24,9 +24,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-NONE, READ, WRITE, OWNER = 0, 1, 2, 3
-LEVEL_NAMES = {READ: "READ", WRITE: "WRITE", OWNER: "OWNER"}
-LEVELS = {name: level for level, name in LEVEL_NAMES.items()}
+from app.access.paths import covers  # the one path-cover function (re-exported)
+from app.access.vocab import Level
+
+__all__ = [
+    "FULL_CEILING",
+    "LEVELS",
+    "LEVEL_NAMES",
+    "NONE",
+    "OWNER",
+    "READ",
+    "WRITE",
+    "Grant",
+    "clamp",
+    "covers",
+    "deeper",
+    "level_at",
+    "normalise",
+    "on_one_lineage",
+]
+
+NONE, READ, WRITE, OWNER = Level.NONE, Level.READ, Level.WRITE, Level.OWNER
+LEVEL_NAMES: dict[int, str] = {READ: "READ", WRITE: "WRITE", OWNER: "OWNER"}
+LEVELS: dict[str, int] = {name: level for level, name in LEVEL_NAMES.items()}
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -35,11 +55,6 @@ class Grant:
 
     path: str
     level: int
-
-
-def covers(ancestor: str, path: str) -> bool:
-    """Whether a grant at ``ancestor`` applies at ``path`` (ancestor or self)."""
-    return ancestor == "" or path == ancestor or path.startswith(ancestor + ".")
 
 
 def on_one_lineage(a: str, b: str) -> bool:

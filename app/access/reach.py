@@ -32,6 +32,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.audience import personal_reach
 from app.access.caller import Caller, key_caller, restriction_key
+from app.access.restriction import Restriction
 from app.access.scope import key_ceilings, path_covers
 from app.db.schema import memo, space
 
@@ -62,10 +63,10 @@ def reach_partition(caller: Caller | None) -> tuple[ColumnElement[bool], ...] | 
 
 
 @functools.lru_cache(maxsize=1024)
-def _partition(user_id: int, key: str) -> tuple[ColumnElement[bool], ...] | None:
+def _partition(user_id: int, key: Restriction) -> tuple[ColumnElement[bool], ...] | None:
     caller = key_caller(user_id, key)
     by_space: dict[str, list[str]] = {}
-    for ceiling in key_ceilings(caller.restriction or {}):
+    for ceiling in key_ceilings(key):
         by_space.setdefault(ceiling.space_uid, []).append(ceiling.path)
     if len(by_space) > MAX_PARTS:
         return None

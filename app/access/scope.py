@@ -39,11 +39,13 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from app.access.caller import Caller
 from app.access.clamp import Grant, clamp, normalise
-from app.access.paths import LABEL_RE, MAX_LABELS, covers
+from app.access.paths import covers
+from app.access.restriction import Restriction
+from app.access.vocab import Level
 from app.db.schema import memo as memo_table
 from app.db.schema import space, space_grant, space_group, space_group_member, space_member
 
-READ, WRITE, OWNER = 1, 2, 3
+READ, WRITE, OWNER = Level.READ, Level.WRITE, Level.OWNER
 LEVELS = {"READ": READ, "WRITE": WRITE, "OWNER": OWNER}
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "Ceiling",
     "SpaceScope",
     "effective_grants",
+    "keeps_admin",
     "key_ceilings",
     "load_member_grants",
     "load_scope",
@@ -92,50 +95,31 @@ class SpaceScope:
 EMPTY_SCOPE = SpaceScope()
 
 
-def _canonical(path: str) -> bool:
-    if path == "":
-        return True
-    labels = path.split(".")
-    return len(labels) <= MAX_LABELS and all(LABEL_RE.fullmatch(label) for label in labels)
+def key_ceilings(restriction: Restriction | dict[str, Any]) -> tuple[Ceiling, ...]:
+    """The declared spaces of a restriction as ceiling rows (parsed, fail closed).
 
-
-def key_ceilings(restriction: dict[str, Any]) -> tuple[Ceiling, ...]:
-    """The declared spaces of a restriction as ceiling rows; malformed entries are dropped.
-
-    A declaration without tree rows is OWNER at the root (no tree ceiling).
-    Paths are stored canonical by the validator; anything else fails closed.
+    A declaration without tree rows is OWNER at the root (no tree ceiling);
+    malformed entries were dropped when the restriction was parsed.
     """
-    out: list[Ceiling] = []
-    spaces = restriction.get("spaces")
-    if not isinstance(spaces, list):
-        return ()
-    for entry in spaces:
-        if not isinstance(entry, dict):
-            continue
-        name = entry.get("space")
-        if not isinstance(name, str) or not name.startswith("spaces/") or len(name) <= 7:
-            continue
-        uid = name[len("spaces/") :]
-        trees = entry.get("trees") or []
-        if not isinstance(trees, list):
-            continue
-        if not trees:
-            out.append(Ceiling(uid, "", OWNER))
-            continue
-        for tree in trees:
-            if not isinstance(tree, dict):
-                continue
-            path, level = tree.get("path"), LEVELS.get(str(tree.get("level")))
-            if isinstance(path, str) and _canonical(path) and level is not None:
-                out.append(Ceiling(uid, path, level))
-    return tuple(out)
+    parsed = Restriction.parse(restriction)
+    return tuple(Ceiling(d.uid, g.path, g.level) for d in parsed.spaces for g in d.ceiling)
+
+
+def keeps_admin(restriction: Restriction | None, uid: str) -> bool:
+    """Whether a credential keeps its holder's space ADMIN role in space ``uid``.
+
+    Unrestricted credentials do; a restricted key only where its declaration
+    of that space says ``admin: true``. The flag preserves a real ADMIN's
+    role through the key, never grants one: the seat is read from the roster.
+    """
+    return restriction is None or restriction.keeps_admin(uid)
 
 
 def space_ceiling(caller: Caller, uid: str) -> list[Grant] | None:
     """The key's ceiling in the space ``uid`` (empty: undeclared); None when unrestricted."""
     if caller.restriction is None:
         return None
-    return [Grant(c.path, c.level) for c in key_ceilings(caller.restriction) if c.space_uid == uid]
+    return caller.restriction.space_ceiling(uid)
 
 
 # --- SQL ----------------------------------------------------------------------

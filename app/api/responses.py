@@ -8,7 +8,7 @@ from app.errors import ErrorBody
 
 
 def errors(*statuses: int) -> dict[int, ResponseSpec]:
-    base = {400, 401, 403, 404, 429}
+    base = {400, 401, 403, 404, 413, 429}  # 413: every route's body limit
     return {
         s: ResponseSpec(data_container=ErrorBody, description="Error", generate_examples=False)
         for s in sorted(base | set(statuses))

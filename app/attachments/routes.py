@@ -14,7 +14,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
-from app.api.bounds import Name, Title
+from app.api.bounds import Name, Title, Url
 from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import In, Out
@@ -31,6 +31,7 @@ from app.attachments.service import (
     load_visible,
     memo_attachments,
     present,
+    rename_attachment,
     set_memo_attachments,
 )
 from app.deps import requires_user
@@ -52,11 +53,34 @@ class AttachmentIn(In):
     content: str = ""
     memo: Name = ""
     name: Any = msgspec.UNSET  # output-only, ignored
-    external_link: Any = msgspec.UNSET  # not supported: ignored
+    external_link: Url = ""  # a link only: nothing is uploaded
+    create_time: Any = msgspec.UNSET  # output-only, ignored
+    size: Any = msgspec.UNSET  # output-only, ignored
 
 
 class CreateAttachmentBody(AttachmentIn):
     attachment: AttachmentIn | None = None  # also accept the wrapped form
+
+
+class UpdateAttachmentBody(In):
+    filename: Title | msgspec.UnsetType = msgspec.UNSET
+    # Everything else of Memos' Attachment is output-only or fixed at upload: ignored.
+    name: Any = msgspec.UNSET
+    type: Any = msgspec.UNSET
+    external_link: Any = msgspec.UNSET
+    memo: Any = msgspec.UNSET
+    create_time: Any = msgspec.UNSET
+    size: Any = msgspec.UNSET
+    content: Any = msgspec.UNSET
+
+
+MAX_BATCH_DELETE = 100
+
+
+class BatchDeleteAttachmentsRequest(In):
+    names: Annotated[list[Name], msgspec.Meta(max_length=MAX_BATCH_DELETE)] = msgspec.field(
+        default_factory=list
+    )
 
 
 class ListAttachmentsResponse(Out):
@@ -113,7 +137,10 @@ async def _read_upload(request: Request[Any, Any, Any], limit: int) -> tuple[New
     if not item.filename:
         raise InvalidArgument("filename: required")
     content = _decode_base64(item.content, limit)
-    return NewAttachment(filename=item.filename, type=item.type, content=content), item.memo
+    new = NewAttachment(
+        filename=item.filename, type=item.type, content=content, external_link=item.external_link
+    )
+    return new, item.memo
 
 
 class AttachmentController(Controller):
@@ -217,6 +244,67 @@ class AttachmentController(Controller):
         # a rolled-back delete never loses the bytes of a row that still exists.
         store = storage.store_from_settings(settings)
         return Response({}, background=BackgroundTask(storage.discard, store, kind, key))
+
+    @patch(
+        "/{attachment:str}",
+        operation_id="AttachmentService_UpdateAttachment",
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def update_attachment(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        attachment: AttachmentName,
+        data: UpdateAttachmentBody,
+        update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
+    ) -> AttachmentRef:
+        """Rename. The mask may name only ``filename`` (and output-only fields, ignored)."""
+        uid = attachment_uid(attachment)
+        paths = {p.strip().replace("_", "").lower() for p in (update_mask or "").split(",")}
+        paths.discard("")
+        unknown = paths - {"filename", "name", "createtime", "size", "memo", "type"}
+        if unknown:
+            raise InvalidArgument(f"updateMask: unknown path {sorted(unknown)[0]!r}")
+        if paths & {"type", "memo"}:
+            raise InvalidArgument(
+                "updateMask: an attachment's type is fixed at upload; "
+                "bind it to a memo with SetMemoAttachments"
+            )
+        if (not paths or "filename" in paths) and isinstance(data.filename, str):
+            row = await rename_attachment(db, caller, access.access_mode, uid, data.filename)
+        elif "filename" in paths:
+            raise InvalidArgument("filename: named in updateMask but missing from the body")
+        else:
+            row = await load_visible(db, uid, caller, access.access_mode)
+        return (await present(db, [row], caller, access.access_mode))[0]
+
+    @post(
+        "/:batchDelete",
+        operation_id="AttachmentService_BatchDeleteAttachments",
+        status_code=200,
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def batch_delete(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        data: BatchDeleteAttachmentsRequest,
+    ) -> Response[dict[str, Any]]:
+        """All or nothing: one refused name (not found, not the caller's) deletes none."""
+        uids = list(dict.fromkeys(attachment_uid(n) for n in data.names))
+        removed = [await delete_attachment(db, caller, access.access_mode, u) for u in uids]
+        store = storage.store_from_settings(settings)
+
+        async def discard_all() -> None:
+            for kind, key in removed:
+                await storage.discard(store, kind, key)
+
+        return Response({}, background=BackgroundTask(discard_all))
 
 
 class MemoAttachmentController(Controller):

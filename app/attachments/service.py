@@ -14,6 +14,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -23,7 +24,7 @@ from app.access.admission import readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.related import attachment_predicate
-from app.access.writes import key_may_write
+from app.access.writes import key_may_write, may_stage_attachment
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.attachments import storage
@@ -48,6 +49,25 @@ class NewAttachment:
     filename: str
     type: str
     content: bytes
+    external_link: str = ""  # a link only (Memos' externalLink): no bytes are stored
+
+
+MAX_LINK = 2048
+
+
+def valid_external_link(link: str, field: str = "externalLink") -> str:
+    """An absolute http(s) URL, as Memos' EXTERNAL storage keeps; never a local scheme."""
+    parts = urlsplit(link)
+    if (
+        len(link) > MAX_LINK
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.netloc
+        or any(ord(c) < 0x21 for c in link)
+    ):
+        raise InvalidArgument(
+            f"{field}: must be an absolute http(s) URL of at most {MAX_LINK} characters"
+        )
+    return link
 
 
 def attachment_uid(name: str) -> str:
@@ -78,6 +98,7 @@ async def present(
             type=r.mime_type,
             size=str(r.size),
             create_time=rfc3339(r.created_ts),
+            external_link=r.external_link or "",
         )
         if r.memo_id in names:
             ref.memo = f"memos/{names[r.memo_id]}"
@@ -129,10 +150,38 @@ async def create_attachment(
     memo_id = None
     if memo_name:
         memo_id = (await _writable_memo(conn, caller, mode, memo_name)).id
+    elif not may_stage_attachment(caller):
+        raise PermissionDenied(
+            "this access token does not reach personal objects: name the memo to attach to"
+        )
     if (
         await conn.execute(sa.select(attachment.c.id).where(attachment.c.uid == uid))
     ).first() is not None:
         raise AlreadyExists(f"attachment {uid!r} already exists")
+    if new.external_link:
+        if new.content:
+            raise InvalidArgument(
+                "externalLink: an attachment is either a link or content, not both"
+            )
+        link = valid_external_link(new.external_link)
+        new_id = (
+            await conn.execute(
+                attachment.insert()
+                .values(
+                    uid=uid,
+                    creator_id=caller.user_id,
+                    memo_id=memo_id,
+                    filename=filename,
+                    mime_type=kind,
+                    size=0,
+                    storage_type=storage.StorageType.EXTERNAL.value,
+                    external_link=link,
+                    created_ts=now,
+                )
+                .returning(attachment.c.id)
+            )
+        ).scalar_one()
+        return (await conn.execute(sa.select(attachment).where(attachment.c.id == new_id))).one()
     # The bytes first, then the row that names them: a row never points at
     # nothing. A failed insert removes the bytes; a crash in between leaves an
     # orphan file or object, never a dangling row.
@@ -282,3 +331,19 @@ async def set_memo_attachments(
         await conn.execute(
             attachment.update().where(attachment.c.id.in_(list(wanted))).values(memo_id=memo_row.id)
         )
+
+
+async def rename_attachment(
+    conn: AsyncConnection, caller: Caller, mode: AccessMode, uid: str, filename: str
+) -> Any:
+    """UpdateAttachment: only the filename is a user's to change (Memos does the same)."""
+    row = await load_visible(conn, uid, caller, mode)
+    if not key_may_write(caller):
+        raise PermissionDenied("this access token is read-only")
+    if row.creator_id != caller.user_id:
+        raise PermissionDenied(f"attachment {uid!r}: only its creator can change it")
+    clean = clean_filename(filename)
+    if not clean:
+        raise InvalidArgument("filename: required")
+    await conn.execute(attachment.update().where(attachment.c.id == row.id).values(filename=clean))
+    return (await conn.execute(sa.select(attachment).where(attachment.c.id == row.id))).one()

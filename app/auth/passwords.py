@@ -21,6 +21,24 @@ BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
 BCRYPT_MAX_BYTES = 72
 # Never a valid hash of any scheme: verification always fails, the user must be reset.
 RESET_REQUIRED = "!reset-required"
+MAX_PASSWORD_BYTES = 1024
+
+
+class PasswordTooLong(ValueError):
+    """More than MAX_PASSWORD_BYTES of UTF-8, or not encodable (a lone surrogate)."""
+
+
+def password_bytes(password: str) -> int:
+    """The password's UTF-8 length, refused past the cap before anything hashes it."""
+    if len(password) > MAX_PASSWORD_BYTES:  # cheap pre-check: every character is >= 1 byte
+        raise PasswordTooLong(f"password: longer than {MAX_PASSWORD_BYTES} bytes")
+    try:
+        size = len(password.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise PasswordTooLong("password: not valid Unicode text") from None
+    if size > MAX_PASSWORD_BYTES:
+        raise PasswordTooLong(f"password: longer than {MAX_PASSWORD_BYTES} bytes")
+    return size
 
 
 def make_hasher(kind: str) -> PasswordHasher:
@@ -31,6 +49,7 @@ def make_hasher(kind: str) -> PasswordHasher:
 
 
 async def hash_password(hasher: PasswordHasher, password: str) -> str:
+    password_bytes(password)
     return await anyio.to_thread.run_sync(hasher.hash, password)
 
 
@@ -51,6 +70,11 @@ def _check_bcrypt(stored: str, password: str) -> bool:
 
 
 async def verify_password(hasher: PasswordHasher, stored: str, password: str) -> bool:
+    try:
+        password_bytes(password)
+    except PasswordTooLong:  # callers refuse these with a 400 first; never hashed
+        return False
+
     def check() -> bool:
         if is_bcrypt(stored):
             return _check_bcrypt(stored, password)

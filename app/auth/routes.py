@@ -15,15 +15,25 @@ from app.access.caller import Caller
 from app.api.bounds import Name, Password
 from app.api.responses import errors
 from app.api.structs import In, Out, rfc3339
+from app.auth import reset, throttle
 from app.auth.middleware import SESSION_COOKIE
-from app.auth.passwords import hash_password, needs_rehash, verify_dummy, verify_password
+from app.auth.origin import check_json_same_origin
+from app.auth.passwords import (
+    PasswordTooLong,
+    hash_password,
+    needs_rehash,
+    password_bytes,
+    verify_dummy,
+    verify_password,
+)
 from app.auth.secrets import SESSION_PREFIX, digest, new_secret
-from app.db.schema import auth_session, signin_failure, user_account
-from app.db.transactions import read_phase, write_transaction
+from app.db.schema import auth_session, user_account
+from app.db.transactions import read_phase
 from app.deps import requires_user
 from app.errors import InvalidArgument, ResourceExhausted, Unauthenticated
 from app.settings import Settings
 from app.users.schemas import User, user_out
+from app.users.service import valid_password
 
 
 class PasswordCredentials(In):
@@ -48,39 +58,44 @@ class CurrentUserResponse(Out):
     restriction: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
-def _remote(request: Request[Any, Any, Any]) -> str:
-    return (request.client.host if request.client else "")[:64]
+def _client(request: Request[Any, Any, Any]) -> str:
+    """The throttled client: the peer, as resolved from trusted proxies only (app.server)."""
+    return throttle.client_of(request.client.host if request.client else "")
 
 
-async def _too_many_failures(
-    engine: Any, username: str, remote: str, now: int, settings: Settings
-) -> bool:
-    since = now - settings.signin_failure_window
-    async with engine.connect() as conn:
-        by_user = (
-            await conn.execute(
-                sa.select(sa.func.count()).where(
-                    signin_failure.c.username == username, signin_failure.c.created_ts > since
-                )
-            )
-        ).scalar_one()
-        by_remote = (
-            await conn.execute(
-                sa.select(sa.func.count()).where(
-                    signin_failure.c.remote == remote, signin_failure.c.created_ts > since
-                )
-            )
-        ).scalar_one()
-    limit = settings.signin_failure_limit
-    return bool(by_user >= limit or by_remote >= limit * 5)
+def _policies(settings: Settings) -> tuple[throttle.Policy, throttle.Policy]:
+    window = settings.signin_failure_window
+    per_user = throttle.Policy(free=settings.signin_failure_limit, quiet=window)
+    per_client = throttle.Policy(free=settings.signin_failure_limit * 5, quiet=window)
+    return per_user, per_client
 
 
-async def _record_failure(engine: Any, username: str, remote: str, now: int) -> None:
-    # Its own transaction: the request's transaction rolls back with the 401.
-    async with write_transaction(engine) as conn:
-        await conn.execute(
-            signin_failure.insert().values(username=username[:64], remote=remote, created_ts=now)
+async def admit_password_guess(
+    request: Request[Any, Any, Any], state: State, settings: Settings, username: str, now: int
+) -> None:
+    """Count one guess at ``username``'s password from this client (429 when throttled)."""
+    per_user, _ = _policies(settings)
+    key = throttle.user_key(username, _client(request))
+    wait = await throttle.admit(state.engine, [(key, per_user)], now)
+    if wait:
+        raise ResourceExhausted(
+            f"too many password attempts from this client: retry in {wait} s", retry_after=wait
         )
+
+
+def check_credential_request(request: Request[Any, Any, Any], settings: Settings) -> None:
+    """JSON only, and not from another site (login CSRF; see app.auth.origin)."""
+    check_json_same_origin(
+        request.headers,
+        scheme=request.url.scheme,
+        host=request.headers.get("host", ""),
+        public_url=settings.public_url,
+    )
+
+
+class ResetPasswordRequest(In):
+    token: Name = ""
+    new_password: Password = ""
 
 
 class AuthController(Controller):
@@ -97,12 +112,25 @@ class AuthController(Controller):
         now: int,
         data: SignInRequest,
     ) -> Response[SignInResponse]:
+        check_credential_request(request, settings)
         creds = data.password_credentials
         if isinstance(creds, msgspec.UnsetType) or not creds.username or not creds.password:
             raise InvalidArgument("passwordCredentials.username and .password are required")
-        remote = _remote(request)
-        if await _too_many_failures(state.engine, creds.username, remote, now, settings):
-            raise ResourceExhausted("too many failed sign-ins: try again later")
+        try:
+            password_bytes(creds.password)
+        except PasswordTooLong as exc:
+            raise InvalidArgument(f"passwordCredentials.{exc}") from None
+        client = _client(request)
+        per_user, per_client = _policies(settings)
+        user_key = throttle.user_key(creds.username, client)
+        client_key = throttle.client_key(client)
+        wait = await throttle.admit(
+            state.engine, [(client_key, per_client), (user_key, per_user)], now
+        )
+        if wait:
+            raise ResourceExhausted(
+                f"too many sign-in attempts from this client: retry in {wait} s", retry_after=wait
+            )
         async with read_phase(db):  # the password is checked with no write lock held
             row = (
                 await db.execute(
@@ -115,8 +143,10 @@ class AuthController(Controller):
         else:
             ok = await verify_password(state.hasher, row.password_hash, creds.password)
         if not ok or row is None or row.state != "NORMAL":
-            await _record_failure(state.engine, creds.username, remote, now)
             raise Unauthenticated("incorrect username or password, or the user is deactivated")
+        await throttle.forget(state.engine, user_key)
+        await throttle.credit(state.engine, client_key, per_client)
+        await throttle.prune(state.engine, now)
         if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
             rehashed = await hash_password(state.hasher, creds.password)
             await db.execute(
@@ -154,6 +184,32 @@ class AuthController(Controller):
         )
         return Response(body, cookies=[cookie])
 
+    @post(
+        "/passwordReset",
+        operation_id="AuthService_ResetPassword",
+        status_code=200,
+        responses=errors(),
+        exclude_from_auth=True,
+    )
+    async def reset_password(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncConnection,
+        state: State,
+        settings: Settings,
+        now: int,
+        data: ResetPasswordRequest,
+    ) -> User:
+        """Redeem a one-time reset link: the user sets its own new password.
+
+        Anonymous (the link is the credential). Every session of the user ends;
+        the user then signs in with the new password.
+        """
+        check_credential_request(request, settings)
+        password = valid_password(data.new_password, "newPassword")
+        row = await reset.redeem(db, state.hasher, data.token, password, now)
+        return user_out(row, private=True)
+
     @post("/signout", operation_id="AuthService_SignOut", status_code=200, responses=errors())
     async def sign_out(
         self, db: AsyncConnection, caller: Caller | None
@@ -185,5 +241,7 @@ class AuthController(Controller):
         return CurrentUserResponse(
             user=user_out(row, private=True),
             csrf_token=csrf,
-            restriction=caller.restriction if caller.restriction is not None else msgspec.UNSET,
+            restriction=(
+                caller.restriction.to_json() if caller.restriction is not None else msgspec.UNSET
+            ),
         )

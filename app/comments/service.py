@@ -20,6 +20,7 @@ from app.errors import Conflict, InvalidArgument
 from app.memos.listing import ListQuery, admission_of, list_memos
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, create_memo
+from app.webhooks.outbox import Activity, emit
 
 
 async def list_comments(
@@ -51,4 +52,5 @@ async def create_comment(
     await conn.execute(
         memo_relation.insert().values(memo_id=comment_id, related_memo_id=parent.id, type="COMMENT")
     )
+    await emit(conn, ctx, comment_id, Activity.COMMENT_CREATED)
     return comment_id

@@ -377,17 +377,146 @@ memo_event = sa.Table(
     sa.Index(None, "memo_id", "id"),
 )
 
-# Failed sign-ins, counted in the database so that every process behind a
-# load balancer sees the same window.
-signin_failure = sa.Table(
-    "signin_failure",
+# The trash (migration 0014): one row per memo in state TRASHED. A DELETE
+# moves a memo and its comments here together; ``root_id`` is the memo the
+# DELETE named, so a restore or a purge acts on exactly that group.
+# ``prior_state`` is what a restore puts back (NORMAL or ARCHIVED). The
+# retention job claims expired roots by writing ``claim_token`` and
+# ``claimed_ts`` (a lease), so several processes on one database never purge
+# the same group twice and a crashed claim is taken over after the lease.
+memo_trash = sa.Table(
+    "memo_trash",
+    metadata,
+    sa.Column(
+        "memo_id",
+        sa.Integer,
+        sa.ForeignKey("memo.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    sa.Column("root_id", sa.Integer, nullable=False),
+    sa.Column("prior_state", sa.String(16), nullable=False),
+    sa.Column("trashed_ts", Timestamp, nullable=False),
+    sa.Column("trashed_by", sa.Integer, nullable=False),
+    sa.Column("claim_token", sa.String(32), nullable=True),
+    sa.Column("claimed_ts", Timestamp, nullable=True),
+    sa.Index("ix_memo_trash_root_id", "root_id"),
+    # The retention scan: expired roots, oldest first.
+    sa.Index("ix_memo_trash_trashed_ts", "trashed_ts"),
+)
+
+# Throttling (app.auth.throttle), in the database so that every process on one
+# database shares it. One row per key: a SHA-256 digest of ("user", username,
+# client), ("client", client) for sign-in, or ("memo-id", user id) for taken
+# memo ids (decision 0023); never the raw values.
+throttle = sa.Table(
+    "throttle",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("last_ts", Timestamp, nullable=False),
+    sa.Column("blocked_until", Timestamp, nullable=False),
+)
+
+# One-time password reset links (app.auth.reset): only the SHA-256 digest of the
+# secret is stored, so several processes agree and a database dump reveals none.
+password_reset = sa.Table(
+    "password_reset",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("username", sa.String(64), nullable=False),
-    sa.Column("remote", sa.String(64), nullable=False),
+    sa.Column(
+        "user_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("issued_by", sa.String(64), nullable=False),  # users/<admin> or "cli"
     sa.Column("created_ts", Timestamp, nullable=False),
-    sa.Index(None, "username", "created_ts"),
-    sa.Index(None, "remote", "created_ts"),
+    sa.Column("expires_ts", Timestamp, nullable=False),
+    sa.Column("used_ts", Timestamp, nullable=True),
+    sa.Index(None, "user_id"),
+)
+
+# Security events about accounts (reset links issued and used, password
+# changes). No foreign keys: an event outlives the users it names.
+audit_event = sa.Table(
+    "audit_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.String(80), nullable=False),  # users/<name>, "cli" or "reset-link"
+    sa.Column("target_user_id", sa.Integer, nullable=True),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Index(None, "target_user_id", "id"),
+)
+
+
+# Webhooks (migration 0015, app.webhooks): a user's endpoints, the durable
+# outbox (one row per event and webhook, inserted in the memo write's own
+# transaction) and the delivery log its owner reads. Times in the outbox are
+# epoch milliseconds: retries back off from fractions of a second in tests.
+webhook = sa.Table(
+    "webhook",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uid", sa.String(32), nullable=False, unique=True),
+    sa.Column(
+        "owner_id", sa.Integer, sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("display_name", sa.String(256), nullable=False, server_default=""),
+    sa.Column("secret", sa.String(256), nullable=False),  # whsec_<base64>, or a Memos raw secret
+    sa.Column("created_ts", Timestamp, nullable=False),
+    sa.Column("updated_ts", Timestamp, nullable=False),
+    sa.Index(None, "owner_id"),
+)
+
+webhook_event = sa.Table(
+    "webhook_event",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("msg_id", sa.String(64), nullable=False, unique=True),  # the webhook-id header
+    sa.Column(
+        "webhook_id", sa.Integer, sa.ForeignKey("webhook.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("activity", sa.String(48), nullable=False),  # memos.memo.created ...
+    sa.Column("memo_id", sa.Integer, nullable=False),  # no FK: a deleted memo's event stays
+    sa.Column("parent_id", sa.Integer, nullable=True),  # a comment's parent, checked too
+    # memos.memo.deleted only: the memo as its owner read it, and the facts the
+    # read rule looks at, taken before the row went.
+    sa.Column("snapshot", sa.JSON, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),  # PENDING|DELIVERED|FAILED|WITHHELD
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_ms", sa.BigInteger, nullable=False),
+    sa.Column("claimed_until_ms", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("claim_token", sa.String(32), nullable=True),
+    sa.Column("created_ms", sa.BigInteger, nullable=False),
+    sa.Column("finished_ms", sa.BigInteger, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Index(None, "state", "next_attempt_ms"),
+    sa.Index(None, "webhook_id", "id"),
+)
+
+webhook_delivery = sa.Table(
+    "webhook_delivery",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "event_id",
+        sa.Integer,
+        sa.ForeignKey("webhook_event.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "webhook_id", sa.Integer, sa.ForeignKey("webhook.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),  # DELIVERED|FAILED|REFUSED|WITHHELD
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("started_ms", sa.BigInteger, nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Index(None, "webhook_id", "id"),
+    sa.Index(None, "event_id"),
 )
 
 

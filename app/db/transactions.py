@@ -57,6 +57,7 @@ __all__ = [
     "DatabaseBusy",
     "TxKind",
     "WriterGate",
+    "end_write",
     "install",
     "lazy_write",
     "read_phase",
@@ -319,3 +320,17 @@ async def serialize(conn: AsyncConnection, key: int) -> None:
         await conn.execute(
             sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SERIAL_BASE + key}
         )
+
+
+async def end_write(conn: AsyncConnection) -> None:
+    """Commit the write now and read on in a fresh read transaction.
+
+    For a handler whose response only shows what it wrote (a create): the
+    write turn is released before the response is assembled. The reads that
+    follow see the committed write (and anything committed after it).
+    """
+    if conn.in_transaction():
+        await conn.commit()
+    _release(conn)
+    if _kind(conn.sync_connection) is TxKind.WRITE:
+        await conn.execution_options(**{TX_OPTION: TxKind.READ})

@@ -178,6 +178,13 @@ class Tree:
 
 
 @dataclass(frozen=True)
+class SpaceIs:
+    """``space == "spaces/<uid>"`` (negation is ``Not``; a memo with no space is not in it)."""
+
+    uid: str
+
+
+@dataclass(frozen=True)
 class MemoRef:
     """Attachment's ``memo_id == "memos/<uid>"``."""
 
@@ -204,6 +211,7 @@ Pred = (
     | TagQuant
     | IsNull
     | Tree
+    | SpaceIs
     | MemoRef
 )
 

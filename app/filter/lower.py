@@ -9,6 +9,7 @@ the offending node. Nothing here touches a database or the request clock.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
 from typing import Literal, cast
 
@@ -31,6 +32,7 @@ from app.filter.ir import (
     MemoRef,
     Pred,
     Regex,
+    SpaceIs,
     TagAny,
     TagHas,
     TagOnly,
@@ -68,6 +70,9 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # a bad user pattern is a 400, not a log line
 
 Target = Literal["memo", "attachment"]
+
+# A space id as ``app.api.structs.UID_RE`` spells it (filter/ imports nothing above it).
+_SPACE_UID_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,34}[a-zA-Z0-9])?\Z")
 
 # name -> kind; "flag", "int", "ts", "tags", "now" are handled specially.
 MEMO_SCHEMA: Mapping[str, str] = {
@@ -651,11 +656,10 @@ class Lowerer:
         elif kind == "tree":
             pred = Tree(value, subtree=False)
         elif kind == "space":
-            raise FilterError(
-                "spaces are not available yet: "
-                "only 'space == null' and 'space != null' are supported",
-                other.at,
-            )
+            uid = value.removeprefix("spaces/")
+            if not value.startswith("spaces/") or not _SPACE_UID_RE.fullmatch(uid):
+                raise FilterError('space must be compared with "spaces/{id}" or null', other.at)
+            pred = SpaceIs(uid)
         else:  # memo_ref
             uid = value.removeprefix("memos/")
             if not uid or "/" in uid:

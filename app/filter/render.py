@@ -33,7 +33,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.db.schema import attachment, memo, memo_tag, user_account
+from app.db.schema import attachment, memo, memo_tag, space, user_account
 from app.filter import ir
 from app.filter.fold import fold
 from app.filter.literals import INT64_MAX, INT64_MIN
@@ -306,6 +306,13 @@ class Renderer:
             below = self._case_sensitive_match(column, "startsWith", pred.path + ".")
             return sa.and_(column.is_not(None), sa.or_(same, below))
         return sa.and_(column.is_not(None), same)
+
+    def _SpaceIs(self, pred: ir.SpaceIs) -> ColumnElement[bool]:
+        # Only narrows: the audience predicate beside it decides what is readable,
+        # so naming a space the caller is not in matches nothing it could see.
+        column = memo.c.space_id
+        by_uid = sa.select(space.c.id).where(space.c.uid == pred.uid)
+        return sa.and_(column.is_not(None), column.in_(by_uid))
 
     def _MemoRef(self, pred: ir.MemoRef) -> ColumnElement[bool]:
         column = attachment.c.memo_id

@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.api.bounds import Name
 from app.api.structs import In, Out, resource_id
 from app.db.schema import memo
-from app.errors import AlreadyExists, DaybookError, InvalidArgument, NotFound
+from app.errors import AlreadyExists, DaybookError, IdUnavailable, InvalidArgument, NotFound
 from app.memos.schemas import MemoIn
 from app.memos.service import (
     PreparedMemo,
@@ -155,8 +155,8 @@ async def _own_row(conn: AsyncConnection, ctx: WriteContext, uid: str) -> Any:
     return row
 
 
-def _unavailable(index: int, uid: str) -> AlreadyExists:
-    return AlreadyExists(f"memos[{index}]: memo id {uid!r} is unavailable")
+def _unavailable(index: int, uid: str) -> IdUnavailable:
+    return IdUnavailable(f"memos[{index}]: memo id {uid!r} is unavailable")
 
 
 def _replacement(item: _Item) -> tuple[MemoIn, set[str]]:

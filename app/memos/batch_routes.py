@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from litestar import Controller, post
+from typing import Any
+
+from litestar import Controller, Request, post
+from litestar.datastructures import State
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.responses import errors
 from app.deps import requires_user
+from app.errors import IdUnavailable, InvalidArgument
 from app.instance.store import AccessSettings
+from app.memos import chosen_ids
 from app.memos.batch import BatchCreateMemosRequest, BatchCreateMemosResponse, batch_create
 from app.memos.service import WriteContext
 
@@ -26,11 +31,34 @@ class MemoBatchController(Controller):
     )
     async def batch_create_memos(
         self,
+        request: Request[Any, Any, Any],
         db: AsyncConnection,
+        state: State,
         caller: Caller,
         access: AccessSettings,
         now: int,
         data: BatchCreateMemosRequest,
     ) -> BatchCreateMemosResponse:
-        """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``."""
-        return await batch_create(db, WriteContext(caller, access, now), data)
+        """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``.
+
+        Attachments and relations are not bound here (a batch would have to
+        check each against its own memo): naming any is a 400, never dropped.
+        """
+        for i, item in enumerate(data.memos):
+            for field in ("attachments", "relations"):
+                if getattr(item, field):  # UNSET and [] are falsy
+                    raise InvalidArgument(
+                        f"memos[{i}].{field}: not bound by batchCreate; create the memo, "
+                        f"then set its {field} (UpdateMemo or SetMemo{field.title()})"
+                    )
+        if any(_chosen(item) for item in data.memos):
+            await chosen_ids.refuse_if_throttled(state.engine, caller, now)
+        try:
+            return await batch_create(db, WriteContext(caller, access, now), data)
+        except IdUnavailable:
+            chosen_ids.mark_unavailable(request.scope, caller)
+            raise
+
+
+def _chosen(item: Any) -> bool:
+    return bool(getattr(item, "memo_id", None) or getattr(item, "name", None))

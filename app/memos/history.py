@@ -7,13 +7,17 @@ with the priors of every later event applied, newest first: content from the
 ``prior_content`` of the event just after ``v`` (every non-CREATE event
 carries it), each other field from the nearest later event that changed it.
 
-Who may read the history: exactly whoever may read the memo now, under its
-*current* audience (``load_for_read``), as ``api.md`` says. A past version
-that was PRIVATE is shown to a reader of the now-PROTECTED memo; a former
+Who may read the history: only whoever may read the memo now
+(``load_for_read``), and each version is its own decision
+(:func:`app.access.history.version_readable`, decision 0021): a version
+written while the memo was less visible than it is now (PRIVATE before
+PROTECTED, a home path before ``share``, an archived stretch) is its
+author's only, so widening a memo never publishes its drafts. A former
 space member loses the history with the memo. A deleted memo has no history
-(404). One exception, fail-closed: a version's ``space`` and ``tree`` are
-shown only where the caller can read that location now, so an old path in
-a space or subtree it cannot see is never named.
+(404). A version's ``space`` and ``tree`` are shown only where the caller
+can read that location now, so an old path in a space or subtree it cannot
+see is never named. Pages skip versions the caller may not read and stay
+full; the page token is the last shown version's event.
 
 Ids of deleted memos may be reused by the database (SQLite reuses the top
 rowid), and events outlive their memo. Only events from the memo's latest
@@ -30,8 +34,9 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode
+from app.access.audience import AccessMode, MemoFacts
 from app.access.caller import Caller
+from app.access.history import version_readable
 from app.access.paths import render_tree_path
 from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, load_scope
 from app.api.paging import decode_token, encode_token, fingerprint
@@ -95,48 +100,79 @@ def _lineage(memo_id: int) -> sa.ColumnElement[bool]:
     )
 
 
+# Events read per statement while filling a page past versions the caller may not read.
+_CHUNK = 200
+
+
+def _facts(row: Any, fields: dict[str, Any]) -> MemoFacts:
+    """The read rule's facts of the memo as it stood with these version ``fields``."""
+    return MemoFacts(
+        creator_id=row.creator_id,
+        creator_state=row.creator_state,
+        visibility=str(fields["visibility"]),
+        state=str(fields["state"]),
+        space_id=fields["space_id"],
+        tree=fields["tree"],
+    )
+
+
 async def list_history(
     conn: AsyncConnection, query: HistoryQuery, secret: str
 ) -> ListMemoHistoryResponse:
     row = await load_for_read(conn, query.uid, query.caller, query.mode)
     viewer = query.caller.user_id if query.caller else None
     key = fingerprint("history", row.id, viewer)
-    newest_first = sa.select(memo_event).where(_lineage(row.id)).order_by(memo_event.c.id.desc())
     before: int | None = None
     if query.page_token:
         position = decode_token(secret, key, query.page_token)
         if len(position) != 1 or not isinstance(position[0], int):
             raise InvalidArgument("pageToken: invalid page token")
         before = position[0]
-        newest_first = newest_first.where(memo_event.c.id < before)
-    events = (await conn.execute(newest_first.limit(query.page_size + 1))).all()
-    more = len(events) > query.page_size
-    events = events[: query.page_size]
-    if not events:
-        return ListMemoHistoryResponse(versions=[])
 
-    # The memo as it stood after the page's newest event: fold the later events' priors.
+    # The memo as it stood at the top of this page: fold the priors of every later event.
     fields: dict[str, Any] = {f: getattr(row, f) for f in _FIELDS}
+    now = _facts(row, fields)
     content: str = row.content
-    later = (
-        await conn.execute(
-            sa.select(memo_event.c.prior, memo_event.c.prior_content)
-            .where(_lineage(row.id), memo_event.c.id > events[0].id)
-            .order_by(memo_event.c.id.desc())
-        )
-    ).all()
-    for prior, prior_content in later:
-        _apply(fields, prior)
-        content = prior_content if prior_content is not None else content
+    if before is not None:
+        later = (
+            await conn.execute(
+                sa.select(memo_event.c.prior, memo_event.c.prior_content)
+                .where(_lineage(row.id), memo_event.c.id >= before)
+                .order_by(memo_event.c.id.desc())
+            )
+        ).all()
+        for prior, prior_content in later:
+            _apply(fields, prior)
+            content = prior_content if prior_content is not None else content
 
-    actors = await _usernames(conn, {e.actor_id for e in events})
     places = await _places(conn, query.caller)
-    versions = []
-    for e in events:
-        versions.append(_version(row.uid, e, content, fields, actors, places, viewer))
-        _apply(fields, e.prior)
-        content = e.prior_content if e.prior_content is not None else content
-    token = encode_token(secret, key, [events[-1].id]) if more else ""
+    shown: list[tuple[Any, str, dict[str, Any]]] = []
+    more = False
+    cursor = before
+    while not more:
+        stmt = sa.select(memo_event).where(_lineage(row.id)).order_by(memo_event.c.id.desc())
+        if cursor is not None:
+            stmt = stmt.where(memo_event.c.id < cursor)
+        chunk = (await conn.execute(stmt.limit(_CHUNK))).all()
+        for e in chunk:
+            # Each version is its own read decision (app.access.history).
+            if version_readable(now, _facts(row, fields), query.caller, query.mode, places.scope):
+                if len(shown) == query.page_size:
+                    more = True
+                    break
+                shown.append((e, content, dict(fields)))
+            _apply(fields, e.prior)
+            content = e.prior_content if e.prior_content is not None else content
+        if len(chunk) < _CHUNK:
+            break
+        cursor = chunk[-1].id
+    if not shown:
+        return ListMemoHistoryResponse(versions=[])
+    actors = await _usernames(conn, {e.actor_id for e, _, _ in shown})
+    versions = [
+        _version(row.uid, e, text, snapshot, actors, places, viewer) for e, text, snapshot in shown
+    ]
+    token = encode_token(secret, key, [shown[-1][0].id]) if more else ""
     return ListMemoHistoryResponse(versions=versions, next_page_token=token)
 
 

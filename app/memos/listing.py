@@ -28,6 +28,7 @@ from app.access.admission import Admission, Kind, conditions
 from app.access.audience import AccessMode
 from app.access.caller import Caller, key_caller, restriction_key
 from app.access.reach import reach_partition
+from app.access.restriction import Restriction
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.schema import memo
 from app.errors import InvalidArgument
@@ -164,7 +165,12 @@ def _merged_walks(
 
 @functools.lru_cache(maxsize=1024)
 def _key_template(
-    user_id: int, restriction: str, mode: AccessMode, descending: bool, state: str, paged: bool
+    user_id: int,
+    restriction: Restriction,
+    mode: AccessMode,
+    descending: bool,
+    state: str,
+    paged: bool,
 ) -> sa.Select[Any]:
     """The unfiltered page statement of one restricted key, built once.
 

@@ -18,7 +18,7 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import parse_tree_path
 from app.access.scope import EMPTY_SCOPE, load_scope
-from app.access.writes import can_comment, can_write_memo, key_may_write
+from app.access.writes import READ_ONLY, can_comment, key_may_write, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import space
 from app.errors import InvalidArgument, PermissionDenied
@@ -43,9 +43,9 @@ async def readable_memo(
 async def require_writer(conn: AsyncConnection, caller: Caller, row: Any, action: str) -> None:
     """403 unless the caller may change the memo (the write rule, with its live scope)."""
     if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
+        raise PermissionDenied(READ_ONLY)
     scope = EMPTY_SCOPE if row.space_id is None else await load_scope(conn, caller, row.space_id)
-    if not can_write_memo(caller, row.creator_id, row.visibility, row.space_id, row.tree, scope):
+    if write_denial(caller, row.creator_id, memo_spot(row), None, scope) is not None:
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can {action}")
 
 

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.caller import Caller
 from app.access.paths import parse_tree_path
 from app.access.scope import SpaceScope
-from app.access.writes import can_place_memo
+from app.access.writes import READ_ONLY, Spot, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo_share, space
 from app.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
@@ -57,9 +57,21 @@ def _check_personal(visibility: str, tree: Any) -> None:
         raise InvalidArgument(f"tree: only SPACE memos have a tree path, not {visibility} ones")
 
 
-def _check_destination(caller: Caller, placed: Placement, scope: SpaceScope) -> None:
-    if not can_place_memo(caller, placed.space_id, placed.tree, scope):
-        raise PermissionDenied(f"tree: no write access at {placed.tree!r} in this space")
+def require_write(
+    caller: Caller,
+    creator_id: int,
+    before: Spot | None,
+    after: Spot | None,
+    scope: SpaceScope,
+    uid: str | None = None,
+) -> None:
+    """403 with the write rule's reason (:func:`app.access.writes.write_denial`)."""
+    reason = write_denial(caller, creator_id, before, after, scope)
+    if reason is None:
+        return
+    if reason == READ_ONLY or reason.startswith(("tree:", "visibility:")) or uid is None:
+        raise PermissionDenied(reason)
+    raise PermissionDenied(f"memo {uid!r}: {reason}")
 
 
 async def place_new(
@@ -69,7 +81,9 @@ async def place_new(
     if not isinstance(data.space, str) or data.space == "":
         visibility = visibility or "PRIVATE"
         _check_personal(visibility, data.tree)
-        return Placement(visibility)
+        personal = Placement(visibility)
+        require_write(caller, caller.user_id, None, memo_spot(personal), scope)
+        return personal
     if visibility not in (None, "SPACE"):
         raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
     if not isinstance(data.tree, str):
@@ -78,7 +92,7 @@ async def place_new(
         )
     space_id = await _space_id(conn, data.space, scope)
     placed = Placement("SPACE", space_id, parse_tree_path(data.tree, caller.user_id))
-    _check_destination(caller, placed, scope)
+    require_write(caller, caller.user_id, None, memo_spot(placed), scope)
     return placed
 
 
@@ -92,8 +106,9 @@ async def place_moved(
 ) -> Placement | None:
     """The memo's new placement, or None when the update does not touch it.
 
-    The source side (may the caller change this memo at all) is the write
-    rule, checked by the caller of this function.
+    The whole move goes through the write rule here (source, destination,
+    widening, personal destinations); the caller of this function has
+    already checked the source side alone, before reading the body.
     """
     if not paths & {"visibility", "space", "tree"}:
         return None
@@ -123,7 +138,9 @@ async def place_moved(
         if "space" in paths and space_id is not None:
             raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
         _check_personal(visibility, tree)
-        return Placement(visibility)
+        personal = Placement(visibility)
+        require_write(caller, row.creator_id, memo_spot(row), memo_spot(personal), scope, row.uid)
+        return personal
     if space_id is None:
         raise InvalidArgument(
             "visibility: a SPACE memo needs a space (spaces/{id}) and a tree path"
@@ -139,8 +156,7 @@ async def place_moved(
             "tree: required when moving a memo into a space; name the path explicitly"
         )
     placed = Placement("SPACE", space_id, new_tree)
-    if (row.visibility, row.space_id, row.tree) != (placed.visibility, space_id, new_tree):
-        _check_destination(caller, placed, scope)
+    require_write(caller, row.creator_id, memo_spot(row), memo_spot(placed), scope, row.uid)
     return placed
 
 

@@ -44,7 +44,9 @@ def safe_url(url: str) -> str | None:
     text = url.strip()
     # Browsers ignore tabs/newlines and control characters inside a scheme
     # ("java\tscript:"), so judge the URL the way a browser would read it.
-    squeezed = re.sub(r"[\x00-\x20\x7f]", "", text)
+    # Browsers also read a backslash as "/" in http(s) URLs: "/<backslash>host/x.png"
+    # is another host.
+    squeezed = re.sub(r"[\x00-\x20\x7f]", "", text).replace("\\", "/")
     try:
         parts = urlsplit(squeezed)
     except ValueError:
@@ -52,7 +54,7 @@ def safe_url(url: str) -> str | None:
     if parts.scheme:
         return text if parts.scheme.lower() in SAFE_SCHEMES else None
     if squeezed.startswith("//"):  # protocol-relative: a remote URL in disguise
-        return "https:" + text
+        return "https:" + squeezed
     if ":" in squeezed.split("/", 1)[0]:
         return None
     return text

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from litestar import Controller, Response, delete, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
+from litestar.datastructures import State
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -14,10 +15,12 @@ from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
+from app.db.transactions import end_write
 from app.deps import requires_user
-from app.errors import InvalidArgument, Unauthenticated
+from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
-from app.memos import schemas
+from app.memos import chosen_ids, schemas
+from app.memos.bindings import bind
 from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
@@ -25,12 +28,12 @@ from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
     WriteContext,
     create_memo,
-    delete_memo,
     load_for_read,
     normalise_mask,
     prerender,
     update_memo,
 )
+from app.memos.trash import trash_memo
 from app.settings import Settings
 
 MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
@@ -63,7 +66,7 @@ class MemoController(Controller):
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
         filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
-        memo_state: Annotated[str | None, Parameter(query="state", max_length=16)] = None,
+        memo_state: Annotated[str | None, Parameter(query="state", max_length=32)] = None,
         view: View = None,
     ) -> schemas.ListMemosResponse:
         if caller is None and access.access_mode.value == "PRIVATE":
@@ -96,7 +99,9 @@ class MemoController(Controller):
     )
     async def create_memo(
         self,
+        request: Request[Any, Any, Any],
         db: AsyncConnection,
+        state: State,
         caller: Caller,
         access: AccessSettings,
         now: int,
@@ -104,8 +109,25 @@ class MemoController(Controller):
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
         await prerender(data.content, access.content_length_limit)  # before the write lock
-        new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
-        return await _one(db, new_id, caller, access)
+        if memo_id:
+            await chosen_ids.refuse_if_throttled(state.engine, caller, now)
+        try:
+            new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+        except AlreadyExists:
+            if not memo_id:
+                raise
+            uid = valid_uid(memo_id)
+            raise await chosen_ids.taken(
+                request.scope,
+                db,
+                caller,
+                uid,
+                access.access_mode,
+            ) from None
+        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
+        await bind(db, caller, access.access_mode, row, data)
+        await end_write(db)  # the write turn is not held while the answer is assembled
+        return await present_one(db, row, caller, access.access_mode)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
     async def get_memo(
@@ -151,6 +173,8 @@ class MemoController(Controller):
             await prerender(data.content, access.content_length_limit)  # before the write lock
         row = await load_for_read(db, uid, caller, access.access_mode)
         await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
+        if paths & {"attachments", "relations"}:
+            await bind(db, caller, access.access_mode, row, data, paths)
         out = await _one(db, row.id, caller, access)
         return Response(out, headers={"ETag": out.etag})
 
@@ -164,7 +188,12 @@ class MemoController(Controller):
     async def delete_memo(
         self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoId
     ) -> dict[str, Any]:
+        """Move the memo (with its comments) to its creator's trash: 404 from now on.
+
+        Undo with ``POST /api/v1/memos/{memo}:undelete``; gone for good after the
+        retention period or ``:purge`` (app.memos.trash).
+        """
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
         row = await load_for_read(db, uid, caller, access.access_mode)
-        await delete_memo(db, WriteContext(caller, access, now), row)
+        await trash_memo(db, WriteContext(caller, access, now), row)
         return {}

@@ -100,6 +100,21 @@ class Memo(Out):
     content_html: str | msgspec.UnsetType = msgspec.UNSET
 
 
+class MemoRefIn(In):
+    name: Name = ""
+
+
+class MemoRelationIn(In):
+    """A relation in a memo body (Memos' ``MemoRelation``); ``memo`` is the memo itself."""
+
+    related_memo: MemoRefIn | None = None
+    type: Enum = "REFERENCE"
+    memo: MemoRefIn | None = None
+
+
+MAX_BOUND = 1000  # attachments or relations bound by one create or update
+
+
 class MemoIn(In):
     """Create and update body. Output-only fields sent back are ignored."""
 
@@ -113,9 +128,25 @@ class MemoIn(In):
     location: LocationIn | msgspec.UnsetType | None = msgspec.UNSET
     space: Name | msgspec.UnsetType = msgspec.UNSET
     tree: PathText | msgspec.UnsetType = msgspec.UNSET
+    # Bound after the memo is written, in the same transaction (app.memos.bindings).
+    attachments: (
+        Annotated[list[MemoRefIn], msgspec.Meta(max_length=MAX_BOUND)] | msgspec.UnsetType
+    ) = msgspec.UNSET
+    relations: (
+        Annotated[list[MemoRelationIn], msgspec.Meta(max_length=MAX_BOUND)] | msgspec.UnsetType
+    ) = msgspec.UNSET
     # Output-only fields: accepted and ignored (Memos clients send them back).
     name: Any = msgspec.UNSET
     creator: Any = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Protobuf's zero values: VISIBILITY_UNSPECIFIED is PRIVATE (SPACE when a
+        # space is named, as an omitted visibility is), STATE_UNSPECIFIED NORMAL.
+        if self.visibility in ("VISIBILITY_UNSPECIFIED", ""):
+            self.visibility = "SPACE" if isinstance(self.space, str) and self.space else "PRIVATE"
+        if self.state in ("STATE_UNSPECIFIED", ""):
+            self.state = "NORMAL"
 
 
 class ListMemosResponse(Out):
@@ -126,8 +157,14 @@ class ListMemosResponse(Out):
 
 class UserStats(Out):
     name: str
-    memo_display_timestamps: list[str]
+    memo_display_timestamps: list[str]  # Memos before 0.26; the same as memoCreatedTimestamps
+    memo_created_timestamps: list[str]
+    memo_updated_timestamps: list[str]
     memo_type_stats: dict[str, int]
     tag_count: dict[str, int]
     pinned_memos: list[str]
     total_memo_count: int
+
+
+class ListAllUserStatsResponse(Out):
+    stats: list[UserStats]

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.audience import AccessMode, MemoFacts, can_read
 from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
-from app.access.writes import can_write_memo, key_may_write
+from app.access.writes import key_may_write, memo_spot, write_denial
 from app.api.structs import parse_time, valid_uid
 from app.db.schema import memo, memo_event, memo_tag, user_account
 from app.errors import (
@@ -37,8 +37,9 @@ from app.instance.store import AccessSettings
 from app.memos.html_cache import store_html
 from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
-from app.memos.placement import place_moved, place_new, refuse_if_shared
+from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
 from app.memos.schemas import MemoIn
+from app.webhooks.outbox import Activity, emit
 
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE")
 STATES = ("NORMAL", "ARCHIVED")
@@ -56,6 +57,23 @@ UPDATE_PATHS = {
     "location": "location",
     "space": "space",
     "tree": "tree",
+    "attachments": "attachments",  # bound by app.memos.bindings after the update
+    "relations": "relations",
+}
+# Output-only paths of Memos' Memo: a client building its mask from the whole
+# resource names them; there is nothing to change, so they are ignored as
+# Memos ignores them. Any other unknown path stays a 400 (docs/decisions/0027).
+IGNORED_PATHS = {
+    "name",
+    "creator",
+    "tags",
+    "property",
+    "snippet",
+    "reactions",
+    "parent",
+    "etag",
+    "origin",
+    "contenthtml",
 }
 TRACKED = (
     "content",
@@ -286,6 +304,7 @@ async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: Prepar
     await _replace_tags(conn, memo_id, prepared.tags)
     await store_html(conn, memo_id, prepared.values["content"], prepared.html)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
+    await emit(conn, ctx, memo_id, Activity.CREATED)
     return int(memo_id)
 
 
@@ -327,7 +346,7 @@ async def _scope_of(
 
 
 def _may_write(caller: Caller, row: Any, scope: SpaceScope) -> bool:
-    return can_write_memo(caller, row.creator_id, row.visibility, row.space_id, row.tree, scope)
+    return write_denial(caller, row.creator_id, memo_spot(row), None, scope) is None
 
 
 async def may_write(conn: AsyncConnection, caller: Caller, row: Any) -> bool:
@@ -354,6 +373,8 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
                 "location",
                 "space",
                 "tree",
+                "attachments",
+                "relations",
             )
             if not isinstance(getattr(data, name), msgspec.UnsetType)
         }
@@ -363,6 +384,8 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
+        if key in IGNORED_PATHS:
+            continue
         path = UPDATE_PATHS.get(key) or UPDATE_PATHS.get(raw.strip())
         if path is None:
             raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
@@ -388,13 +411,7 @@ async def update_memo(
         if moving
         else await _scope_of(conn, ctx.caller, row.space_id)
     )
-    if not _may_write(ctx.caller, row, scope):
-        if not key_may_write(ctx.caller):
-            raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(
-            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
-            "its path can change it"
-        )
+    require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
     if if_match is not None and if_match.strip() not in (etag(row), "*"):
         raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
     values: dict[str, Any] = {}
@@ -472,17 +489,14 @@ async def update_memo(
     if html is not None and "content" in changed:
         await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
+    await emit(conn, ctx, row.id, Activity.UPDATED)
 
 
 async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
-    if not _may_write(ctx.caller, row, await _scope_of(conn, ctx.caller, row.space_id)):
-        if not key_may_write(ctx.caller):
-            raise PermissionDenied("this access token is read-only")
-        raise PermissionDenied(
-            f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
-            "its path can delete it"
-        )
+    scope = await _scope_of(conn, ctx.caller, row.space_id)
+    require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
     prior = {k: getattr(row, k) for k in TRACKED}
     await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
+    await emit(conn, ctx, row.id, Activity.DELETED)
     # Comments go with their parent; tags, relations, reactions cascade.
     await conn.execute(memo.delete().where(sa.or_(memo.c.id == row.id, memo.c.parent_id == row.id)))

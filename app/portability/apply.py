@@ -360,6 +360,12 @@ async def _replace(
 ) -> None:
     """Make the importer's memo match the record, as a fresh create of it would be."""
     row = (await conn.execute(sa.select(memo).where(memo.c.id == holder.memo_id))).one()
+    if row.state == "TRASHED":  # app.memos.trash: only :undelete brings a memo back
+        walk.problem(
+            record.uid,
+            "is in your trash: restore it (:undelete) or purge it before replacing it (REPLACE)",
+        )
+        return
     if not await may_write(conn, walk.ctx.write.caller, row):
         walk.problem(record.uid, "exists and is yours, but you may no longer change it (REPLACE)")
         return

@@ -1,7 +1,9 @@
 """Replacing a memo's REFERENCE relations.
 
-Only a writer of the memo may set them, and every related memo must be
-readable by the caller: otherwise a caller could pin a hidden memo's name
+Only a writer of the memo may set them, links to memos the caller cannot
+read stay as they are unless the caller is the memo's author (the write
+rule's relate side, :func:`app.access.writes.may_unlink`), and every
+related memo named must be readable by the caller: otherwise a caller could pin a hidden memo's name
 onto its own memo and probe its existence, or make a reader of its memo
 believe in a link it cannot follow. COMMENT relations belong to comments and
 are never set here.
@@ -14,15 +16,46 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode
+from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller
-from app.db.schema import memo_relation
+from app.access.writes import may_unlink
+from app.db.schema import memo, memo_relation
 from app.errors import InvalidArgument
 from app.memos.lookup import memo_uid, require_writer
 from app.memos.service import load_for_read
 from app.relations.schemas import RelationIn
 
 MAX_RELATIONS = 1000
+
+
+async def _hidden_links_kept(
+    conn: AsyncConnection, caller: Caller, mode: AccessMode, row: Any
+) -> set[int]:
+    """The memo's REFERENCE targets this caller may not remove (the write rule's relate side).
+
+    A link to a memo the caller cannot read is not the caller's to see, so
+    not its to delete either (:func:`app.access.writes.may_unlink`); it stays
+    whatever the new list says, and nothing in the answer tells it exists.
+    """
+    linked = set(
+        (
+            await conn.execute(
+                sa.select(memo_relation.c.related_memo_id).where(
+                    memo_relation.c.memo_id == row.id, memo_relation.c.type == "REFERENCE"
+                )
+            )
+        ).scalars()
+    )
+    if not linked:
+        return set()
+    readable = set(
+        (
+            await conn.execute(
+                sa.select(memo.c.id).where(memo.c.id.in_(linked), audience_predicate(caller, mode))
+            )
+        ).scalars()
+    )
+    return {t for t in linked if not may_unlink(caller, row.creator_id, t in readable)}
 
 
 async def set_references(
@@ -53,11 +86,15 @@ async def set_references(
             raise InvalidArgument(f"relations[{i}]: a memo cannot reference itself")
         target = await load_for_read(conn, uid, caller, mode)
         targets[target.id] = None
+    kept = await _hidden_links_kept(conn, caller, mode, row)
     await conn.execute(
         memo_relation.delete().where(
-            memo_relation.c.memo_id == row.id, memo_relation.c.type == "REFERENCE"
+            memo_relation.c.memo_id == row.id,
+            memo_relation.c.type == "REFERENCE",
+            memo_relation.c.related_memo_id.not_in(kept),
         )
     )
+    targets = {t: None for t in targets if t not in kept}
     if targets:
         await conn.execute(
             sa.insert(memo_relation),

@@ -91,7 +91,9 @@ async def list_grants(
         )
     ).all()
     if seat.role != "ADMIN":
-        own = await _own_grants(conn, ctx.caller.user_id, row.id)
+        # "Those it manages" through this credential: a key's own grants are clamped.
+        member = await _own_grants(conn, ctx.caller.user_id, row.id)
+        own = effective_grants(member, space_ceiling(ctx.caller, row.uid))
         groups = set(
             (
                 await conn.execute(

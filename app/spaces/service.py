@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
-from app.access.scope import key_ceilings
+from app.access.scope import keeps_admin
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.db.schema import memo, memo_event, space, space_event, space_member, user_account
@@ -61,7 +61,15 @@ def declared_uids(caller: Caller) -> frozenset[str] | None:
     """The space uids a restricted key declares; None for an unrestricted credential."""
     if caller.restriction is None:
         return None
-    return frozenset(c.space_uid for c in key_ceilings(caller.restriction))
+    return caller.restriction.declared_uids()
+
+
+def _role_through(caller: Caller, row: Any) -> str:
+    """The roster role as this credential may act on it (see :func:`member_space`)."""
+    role = str(row.my_role)
+    if role == "ADMIN" and not keeps_admin(caller.restriction, str(row.uid)):
+        return "USER"
+    return role
 
 
 def space_uid(value: str) -> str:
@@ -75,7 +83,13 @@ def _not_found(uid: str) -> NotFound:
 async def member_space(
     conn: AsyncConnection, caller: Caller, uid: str, *, admin: bool = False, lock: bool = False
 ) -> tuple[Any, Any]:
-    """The space and the caller's ACTIVE seat in it, or 404; 403 when ``admin`` is needed."""
+    """The space and the caller's ACTIVE seat in it, or 404; 403 when ``admin`` is needed.
+
+    The seat's role is what the credential may act as: a space ADMIN
+    presenting a restricted key whose declaration lacks ``admin: true`` is a
+    plain USER here (``access.md`` section 5), so every ADMIN check that reads
+    the seat (grant listing, roster, settings) honours the declaration.
+    """
     declared = declared_uids(caller)
     if declared is not None and uid not in declared:
         raise _not_found(uid)
@@ -97,9 +111,10 @@ async def member_space(
     row = (await conn.execute(query)).first()
     if row is None:
         raise _not_found(uid)
-    if admin and row.my_role != "ADMIN":
+    role = _role_through(caller, row)  # a key without ``admin: true`` acts as a plain member
+    if admin and role != "ADMIN":
         raise PermissionDenied(f"space {uid!r}: only a space ADMIN can do this")
-    return row, roster.Seat(caller.user_id, row.my_role, row.my_state)
+    return row, roster.Seat(caller.user_id, role, row.my_state)
 
 
 async def _event(
@@ -230,7 +245,10 @@ async def list_spaces(
         token = encode_token(ctx.secret, query_id, [rows[-1].id])
     names = await _usernames(conn, {r.creator_id for r in rows})
     return schemas.ListSpacesResponse(
-        spaces=[space_out(r, names.get(r.creator_id, ""), r.my_role, state) for r in rows],
+        spaces=[
+            space_out(r, names.get(r.creator_id, ""), _role_through(ctx.caller, r), state)
+            for r in rows
+        ],
         next_page_token=token,
     )
 

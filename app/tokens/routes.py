@@ -27,7 +27,8 @@ UserName = Annotated[str, Parameter(max_length=80)]
 class PersonalAccessToken(Out):
     name: str
     description: str
-    create_time: str
+    created_at: str  # Memos 0.31
+    create_time: str  # Daybook's earlier name, kept
     token_hint: str
     expires_at: str | msgspec.UnsetType = msgspec.UNSET
     last_used_at: str | msgspec.UnsetType = msgspec.UNSET
@@ -42,6 +43,11 @@ class CreateTokenRequest(In):
     restriction: (
         Annotated[dict[str, Any], msgspec.Meta(max_length=8)] | msgspec.UnsetType | None
     ) = msgspec.UNSET
+    # Memos 0.31: days from now; 0 (or absent) means the token never expires.
+    expires_in_days: Annotated[int, msgspec.Meta(ge=0, le=36500)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    parent: Any = msgspec.UNSET  # the path names the user
 
 
 class CreateTokenResponse(Out):
@@ -51,12 +57,14 @@ class CreateTokenResponse(Out):
 
 class ListTokensResponse(Out):
     personal_access_tokens: list[PersonalAccessToken]
+    next_page_token: str = ""  # one page: a user's tokens are few
 
 
 def _out(username: str, row: Any) -> PersonalAccessToken:
     return PersonalAccessToken(
         name=f"users/{username}/personalAccessTokens/{row.id}",
         description=row.description,
+        created_at=rfc3339(row.created_ts),
         create_time=rfc3339(row.created_ts),
         token_hint="…" + row.token_hint,
         expires_at=rfc3339(row.expires_ts) if row.expires_ts else msgspec.UNSET,
@@ -118,6 +126,10 @@ class TokenController(Controller):
             raise InvalidArgument("description: longer than 256 characters")
         raw_expiry = data.expire_time if isinstance(data.expire_time, str) else data.expires_at
         expires = parse_time(raw_expiry, "expireTime") if isinstance(raw_expiry, str) else None
+        if isinstance(data.expires_in_days, int) and data.expires_in_days > 0:
+            if expires is not None:
+                raise InvalidArgument("expiresInDays: give it or an expiry time, not both")
+            expires = now + data.expires_in_days * 86400
         if expires is not None and expires <= now:
             raise InvalidArgument("expireTime: must be in the future")
         restriction = None

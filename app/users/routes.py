@@ -5,24 +5,44 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from litestar import Controller, delete, get, patch, post
+from litestar import Controller, Request, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.responses import errors
-from app.api.structs import resource_id
+from app.api.structs import Out, resource_id, rfc3339
+from app.auth import audit, reset
+from app.auth.routes import admit_password_guess
 from app.db.schema import user_account
-from app.deps import management_plane, requires_user
-from app.errors import PermissionDenied, Unauthenticated
+from app.deps import management_plane, requires_session, requires_user
+from app.errors import FailedPrecondition, PermissionDenied, Unauthenticated
 from app.instance.store import AccessSettings
 from app.memos.schemas import UserStats
+from app.settings import Settings
 from app.users import service
 from app.users.schemas import ListUsersResponse, User, UserIn, user_out
 from app.users.stats import user_stats
 
 UserName = Annotated[str, Parameter(description="username or users/{username}", max_length=80)]
+
+
+class PasswordResetLink(Out):
+    reset_url: str
+    token: str
+    expire_time: str
+
+
+class AuditEvent(Out):
+    action: str
+    actor: str
+    create_time: str
+    detail: dict[str, Any]
+
+
+class ListAuditEventsResponse(Out):
+    events: list[AuditEvent]
 
 
 def _username(value: str) -> str:
@@ -82,6 +102,8 @@ class UserController(Controller):
     )
     async def update_user(
         self,
+        request: Request[Any, Any, Any],
+        settings: Settings,
         db: AsyncConnection,
         state: State,
         caller: Caller,
@@ -93,10 +115,14 @@ class UserController(Controller):
             str | None, Parameter(query="update_mask", max_length=512)
         ] = None,
     ) -> User:
-        target = await service.get_user(db, _username(user))
         paths = service.user_mask(
             update_mask if update_mask is not None else update_mask_snake, data
         )
+        if "password" in paths and _username(user) == caller.username:
+            # Guesses at the current password count like sign-in guesses (before any
+            # statement of this request, so no write lock is held meanwhile).
+            await admit_password_guess(request, state, settings, caller.username, now)
+        target = await service.get_user(db, _username(user))
         row = await service.update_user(db, state.hasher, caller, target, data, paths, now)
         return user_out(row, private=True)
 
@@ -113,6 +139,70 @@ class UserController(Controller):
         target = await service.get_user(db, _username(user))
         await service.delete_user(db, caller, target)
         return {}
+
+    @post(
+        "/{user:str}/passwordResets",
+        operation_id="UserService_CreatePasswordReset",
+        status_code=200,
+        guards=[requires_session, management_plane],
+        responses=errors(),
+    )
+    async def create_password_reset(
+        self,
+        request: Request[Any, Any, Any],
+        db: AsyncConnection,
+        caller: Caller,
+        settings: Settings,
+        now: int,
+        user: UserName,
+    ) -> PasswordResetLink:
+        """A one-time link with which the user sets a new password (admin only).
+
+        The admin never chooses nor learns a password; the user's current one
+        keeps working until the link is used. Recorded in the user's audit events.
+        """
+        if not caller.is_admin:
+            raise PermissionDenied("only an admin can issue a password reset link")
+        target = await service.get_user(db, _username(user))
+        if target.state != "NORMAL":
+            raise FailedPrecondition(f"user {target.username!r} is archived")
+        issued = await reset.issue(
+            db,
+            target.id,
+            issued_by=f"users/{caller.username}",
+            now=now,
+            lifetime=settings.reset_link_lifetime,
+        )
+        base = settings.public_url or str(request.base_url)
+        return PasswordResetLink(
+            reset_url=issued.url(base), token=issued.secret, expire_time=rfc3339(issued.expires_ts)
+        )
+
+    @get(
+        "/{user:str}/auditEvents",
+        operation_id="UserService_ListAuditEvents",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
+    async def list_audit_events(
+        self, db: AsyncConnection, caller: Caller, user: UserName
+    ) -> ListAuditEventsResponse:
+        """Security events about the account (reset links, password changes), newest first."""
+        target = await service.get_user(db, _username(user))
+        if not (caller.user_id == target.id or caller.is_admin):
+            raise PermissionDenied("only the user or an admin can read its audit events")
+        rows = await audit.events_of(db, target.id)
+        return ListAuditEventsResponse(
+            events=[
+                AuditEvent(
+                    action=r.action,
+                    actor=r.actor,
+                    create_time=rfc3339(r.created_ts),
+                    detail=r.detail,
+                )
+                for r in rows
+            ]
+        )
 
     @get("/{user:str}/:getStats", operation_id="UserService_GetUserStats", responses=errors())
     async def get_stats(

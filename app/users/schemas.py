@@ -15,7 +15,8 @@ class User(Out):
     username: str
     role: str
     state: str
-    nickname: str
+    display_name: str  # Memos 0.25+
+    nickname: str  # the pre-0.25 name of displayName, kept for older clients
     email: str
     description: str
     avatar_url: str
@@ -26,13 +27,24 @@ class User(Out):
 class UserIn(In):
     username: Name | msgspec.UnsetType = msgspec.UNSET
     password: Password | msgspec.UnsetType = msgspec.UNSET
+    # Required with a new password: a password change proves the current one.
+    current_password: Password | msgspec.UnsetType = msgspec.UNSET
     role: Enum | msgspec.UnsetType = msgspec.UNSET
     state: Enum | msgspec.UnsetType = msgspec.UNSET
     email: Title | msgspec.UnsetType = msgspec.UNSET
     nickname: Title | msgspec.UnsetType = msgspec.UNSET
+    display_name: Title | msgspec.UnsetType = msgspec.UNSET  # wins over nickname
     description: Description | msgspec.UnsetType = msgspec.UNSET
     avatar_url: Url | msgspec.UnsetType = msgspec.UNSET
     name: Any = msgspec.UNSET  # output-only, ignored
+    create_time: Any = msgspec.UNSET  # output-only, ignored
+    update_time: Any = msgspec.UNSET  # output-only, ignored
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Memos 0.25 renamed nickname to displayName; both name the one column.
+        if not isinstance(self.display_name, msgspec.UnsetType):
+            self.nickname = self.display_name
 
 
 class ListUsersResponse(Out):
@@ -47,6 +59,7 @@ def user_out(row: Any, *, private: bool) -> User:
         username=row.username,
         role=row.role,
         state=row.state,
+        display_name=row.nickname,
         nickname=row.nickname,
         email=row.email if private else "",
         description=row.description,

@@ -12,8 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.structs import USERNAME_RE
-from app.auth.passwords import hash_password
-from app.db.schema import auth_session, user_account
+from app.auth import audit
+from app.auth.passwords import (
+    MAX_PASSWORD_BYTES,
+    PasswordTooLong,
+    hash_password,
+    password_bytes,
+    verify_password,
+)
+from app.db.schema import auth_session, instance_setting, user_account
 from app.db.transactions import read_phase, serialize
 from app.errors import (
     AlreadyExists,
@@ -29,7 +36,7 @@ from app.users.schemas import UserIn
 ROLES = ("ADMIN", "USER")
 STATES = ("NORMAL", "ARCHIVED")
 MIN_PASSWORD = 8
-MAX_PASSWORD = 1024
+MAX_PASSWORD = MAX_PASSWORD_BYTES
 
 
 def valid_username(value: str) -> str:
@@ -41,9 +48,18 @@ def valid_username(value: str) -> str:
     return value
 
 
-def valid_password(value: str) -> str:
-    if not MIN_PASSWORD <= len(value) <= MAX_PASSWORD:
-        raise InvalidArgument(f"password: must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+def valid_password(value: str, field: str = "password") -> str:
+    """At least 8 characters, at most 1024 bytes of UTF-8 (checked before any hashing)."""
+    try:
+        password_bytes(value)
+    except PasswordTooLong:
+        raise InvalidArgument(
+            f"{field}: must be {MIN_PASSWORD} characters to {MAX_PASSWORD} bytes of UTF-8"
+        ) from None
+    if len(value) < MIN_PASSWORD:
+        raise InvalidArgument(
+            f"{field}: must be {MIN_PASSWORD} characters to {MAX_PASSWORD} bytes of UTF-8"
+        )
     return value
 
 
@@ -156,9 +172,13 @@ MASK_FIELDS = {
     "state": "state",
     "email": "email",
     "nickname": "nickname",
+    "displayname": "nickname",
     "description": "description",
     "avatarurl": "avatar_url",
 }
+# Output-only paths a Memos client may name (a mask built from the whole
+# resource): nothing to change, so they are ignored as Memos ignores them.
+IGNORED_MASK_PATHS = {"name", "createtime", "updatetime"}
 
 
 def user_mask(mask: str | None, data: UserIn) -> set[str]:
@@ -171,10 +191,58 @@ def user_mask(mask: str | None, data: UserIn) -> set[str]:
     paths = set()
     for raw in mask.split(","):
         key = raw.strip().replace("_", "").lower()
+        if key in IGNORED_MASK_PATHS:
+            continue
         if key not in MASK_FIELDS:
             raise InvalidArgument(f"updateMask: unknown path {raw.strip()!r}")
         paths.add(MASK_FIELDS[key])
     return paths
+
+
+CREDENTIAL_FIELDS = frozenset({"password", "username"})
+
+
+async def _check_credential_change(
+    hasher: PasswordHasher,
+    caller: Caller,
+    target: Any,
+    data: UserIn,
+    paths: set[str],
+    is_self: bool,
+) -> None:
+    """What a credential change needs (decision 0022), checked before anything is written.
+
+    - No personal access token changes a credential (password, username), even
+      its holder's: a key must never become its holder.
+    - A password is set only by its own user, from a session, proving the
+      current password; an admin issues a reset link instead, so that it never
+      holds a working password of somebody else's.
+    """
+    if not paths & CREDENTIAL_FIELDS:
+        return
+    if caller.pat_id is not None or caller.session_id is None:
+        raise PermissionDenied(
+            "personal access tokens cannot change credentials (password, username): sign in"
+        )
+    if "password" not in paths:
+        return
+    if not is_self:
+        raise PermissionDenied(
+            "an admin cannot set another user's password: issue a one-time reset link"
+            f" (POST /api/v1/users/{target.username}/passwordResets,"
+            f" or `daybook reset-password {target.username}`)"
+        )
+    current = data.current_password
+    if isinstance(current, msgspec.UnsetType) or not current:
+        raise InvalidArgument("currentPassword: required to change the password")
+    try:
+        password_bytes(current)
+    except PasswordTooLong:
+        raise InvalidArgument(
+            f"currentPassword: longer than {MAX_PASSWORD_BYTES} bytes of UTF-8"
+        ) from None
+    if not await verify_password(hasher, target.password_hash, current):
+        raise PermissionDenied("currentPassword: incorrect")
 
 
 async def update_user(
@@ -189,6 +257,7 @@ async def update_user(
     is_self = caller.user_id == target.id
     if not (is_self or caller.is_admin):
         raise PermissionDenied("only the user or an admin can change a user")
+    await _check_credential_change(hasher, caller, target, data, paths, is_self)
     if ("role" in paths or "state" in paths) and not caller.is_admin:
         raise PermissionDenied("only an admin can change roles and states")
     values: dict[str, Any] = {}
@@ -233,6 +302,14 @@ async def update_user(
             )
     except IntegrityError:
         raise AlreadyExists(f"user {values.get('username')!r} already exists") from None
+    if "password_hash" in values:
+        await audit.record(
+            conn,
+            audit.Action.PASSWORD_CHANGED,
+            actor=f"users/{caller.username}",
+            target_user_id=target.id,
+            now=now,
+        )
     if "password_hash" in values or values.get("state") == "ARCHIVED":
         # A password change (or deactivation) ends every session and sign-in token.
         await conn.execute(auth_session.delete().where(auth_session.c.user_id == target.id))
@@ -246,3 +323,7 @@ async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> Non
         raise FailedPrecondition("the last active admin cannot be deleted")
     await refuse_if_last_space_admin(conn, target.id, "be deleted")
     await conn.execute(user_account.delete().where(user_account.c.id == target.id))
+    # Its settings (app.users.settings_routes): an id SQLite may hand out again.
+    await conn.execute(
+        instance_setting.delete().where(instance_setting.c.name.like(f"user:{target.id}:%"))
+    )

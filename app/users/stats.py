@@ -26,6 +26,7 @@ async def user_stats(
             sa.select(
                 memo.c.uid,
                 memo.c.created_ts,
+                memo.c.updated_ts,
                 memo.c.pinned,
                 memo.c.has_link,
                 memo.c.has_code,
@@ -48,6 +49,8 @@ async def user_stats(
     return UserStats(
         name=f"users/{username}",
         memo_display_timestamps=[rfc3339(r.created_ts) for r in rows],
+        memo_created_timestamps=[rfc3339(r.created_ts) for r in rows],
+        memo_updated_timestamps=[rfc3339(r.updated_ts) for r in rows],
         memo_type_stats={
             "linkCount": sum(1 for r in rows if r.has_link),
             "codeCount": sum(1 for r in rows if r.has_code),

@@ -54,7 +54,7 @@ GROUP_IDS = (1, 2, 3)
 # conjunctions (a key's ceiling path against a memo's path in a space its
 # holder is ACTIVE in) occur in most examples rather than in a few.
 VISIBILITY = ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE", "SPACE", "SPACE", "FRIENDS")
-MEMO_STATES = ("NORMAL", "ARCHIVED", "DELETED")
+MEMO_STATES = ("NORMAL", "ARCHIVED", "DELETED", "TRASHED")
 
 
 @dataclass(frozen=True)
@@ -391,6 +391,10 @@ def _tricky() -> World:
         (GHOST, "PUBLIC", "NORMAL", None, None),
         (3, "PUBLIC", "NORMAL", None, None),
         (1, "PRIVATE", "DELETED", None, None),
+        # The trash (app.memos.trash): denied to everyone, the creator included.
+        (1, "PRIVATE", "TRASHED", None, None),
+        (1, "PUBLIC", "TRASHED", None, None),
+        (1, "SPACE", "TRASHED", 1, "share"),
     ]
     for i, (creator, vis, state, sid, tree) in enumerate(combos, start=1):
         memos.append(

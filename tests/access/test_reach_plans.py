@@ -49,7 +49,7 @@ KEY_WITH_OWN = Caller(
     "USER",
     Credential.PAT,
     pat_id=2,
-    restriction={**(KEY.restriction or {}), "personal": "OWN"},
+    restriction={**(KEY.restriction.to_json() if KEY.restriction else {}), "personal": "OWN"},
 )
 
 

@@ -87,7 +87,8 @@ async def test_password_change_revokes_sessions_but_not_pats(
         await alice.post("/api/v1/users/alice/personalAccessTokens", json={"description": "cli"})
     ).json()["token"]
     r = await alice.patch(
-        "/api/v1/users/alice?updateMask=password", json={"password": "new-password-2"}
+        "/api/v1/users/alice?updateMask=password",
+        json={"password": "new-password-2", "currentPassword": "password-1"},
     )
     assert r.status_code == 200
     assert (await alice.get("/api/v1/auth/me")).status_code == 401

@@ -90,13 +90,14 @@ async def test_pages_walk_every_version_once(alice: Actor, bob: Actor) -> None:
 async def test_history_follows_the_current_audience(
     alice: Actor, bob: Actor, client: AsyncTestClient[Any]
 ) -> None:
-    """Bob reads the history exactly while he can read the memo, old PRIVATE versions included."""
+    """Bob reads the history exactly while he can read the memo, never its PRIVATE drafts."""
     private = await alice.memo("private")
     assert (await history(bob, private["name"])).status_code == 404
     m = await alice.memo("draft")
     await edit(alice, m["name"], "content,visibility", content="public now", visibility="PROTECTED")
     got = await versions(bob, m["name"])
-    assert [v["content"] for v in got] == ["public now", "draft"]
+    assert [v["content"] for v in got] == ["public now"]
+    assert [v["content"] for v in await versions(alice, m["name"])] == ["public now", "draft"]
     assert (await history(client, m["name"])).status_code == 401  # a user could read it
     await edit(alice, m["name"], "visibility", visibility="PRIVATE")
     r = await history(bob, m["name"])
@@ -165,8 +166,107 @@ async def test_past_space_location_is_hidden_from_non_members(
     name = r.json()["name"]
     await edit(alice, name, "space,visibility", space="", visibility="PROTECTED")
     got = await versions(dave, name)
-    assert [v["visibility"] for v in got] == ["PROTECTED", "SPACE"]
+    assert [v["visibility"] for v in got] == ["PROTECTED"]  # the SPACE era is alice's (0021)
     assert all("space" not in v and "tree" not in v for v in got)
     assert team.name.split("/")[1] not in str(got) and "plans" not in str(got)
     mine = await versions(alice, name)
     assert (mine[1]["space"], mine[1]["tree"]) == (team.name, "~.plans")
+
+
+# --- decision 0021: versions written while the memo was less visible are the author's ---
+
+
+async def test_widening_in_steps_shows_each_reader_only_as_wide_versions(
+    alice: Actor, bob: Actor, dave: Actor, team: Team, client: AsyncTestClient[Any]
+) -> None:
+    m = await alice.memo("private draft")
+    name = m["name"]
+    await edit(
+        alice,
+        name,
+        "content,visibility,space,tree",
+        content="team draft",
+        visibility="SPACE",
+        space=team.name,
+        tree="share",
+    )
+    await edit(alice, name, "content", content="team draft 2")
+    await edit(
+        alice, name, "content,visibility,space", content="published", visibility="PUBLIC", space=""
+    )
+    await edit(alice, name, "content", content="published 2")
+    await make_public(alice)
+    expected = ["published 2", "published"]
+    assert [v["content"] for v in await versions(bob, name)] == expected  # a member, too
+    assert [v["content"] for v in await versions(dave, name)] == expected
+    r = await history(client, name)
+    assert r.status_code == 200, r.text
+    assert [v["content"] for v in r.json()["versions"]] == expected
+    assert "draft" not in r.text
+    assert [v["content"] for v in await versions(alice, name)] == [
+        "published 2",
+        "published",
+        "team draft 2",
+        "team draft",
+        "private draft",
+    ]
+    # Narrowing again keeps the wider versions readable to the narrower audience.
+    await edit(alice, name, "visibility", visibility="PROTECTED")
+    assert [v["content"] for v in await versions(bob, name)] == [
+        "published 2",
+        "published 2",
+        "published",
+    ]
+
+
+async def test_move_from_a_home_path_to_share_keeps_the_home_era_private(
+    alice: Actor, bob: Actor, team: Team
+) -> None:
+    r = await space_memo(alice, team.name, "~", content="at home")
+    name = r.json()["name"]
+    await edit(alice, name, "tree", tree="share")
+    await edit(alice, name, "content", content="shared")
+    got = await versions(bob, name)
+    # Version 1 (at alice's home) is hers; version 2 is the move itself, already at share.
+    assert [(v["version"], v["content"], v["tree"]) for v in got] == [
+        (3, "shared", "share"),
+        (2, "at home", "share"),
+    ]
+    assert len(await versions(alice, name)) == 3
+
+
+async def test_hidden_versions_do_not_shorten_pages(alice: Actor, bob: Actor) -> None:
+    m = await alice.memo("d0")
+    for i in range(1, 6):
+        await edit(alice, m["name"], "content", content=f"d{i}")  # PRIVATE drafts
+    await edit(alice, m["name"], "content,visibility", content="p0", visibility="PROTECTED")
+    for i in range(1, 5):
+        await edit(alice, m["name"], "content", content=f"p{i}")
+    pages: list[list[str]] = []
+    token = ""
+    for _ in range(10):
+        r = await history(bob, m["name"], pageSize=2, pageToken=token)
+        assert r.status_code == 200, r.text
+        pages.append([v["content"] for v in r.json()["versions"]])
+        token = r.json()["nextPageToken"]
+        if not token:
+            break
+    assert pages == [["p4", "p3"], ["p2", "p1"], ["p0"]]
+
+
+async def test_authors_key_sees_only_versions_inside_its_ceiling(alice: Actor, team: Team) -> None:
+    from tests.grants.conftest import key
+
+    r = await space_memo(alice, team.name, "~", content="at home")
+    name = r.json()["name"]
+    await edit(alice, name, "content,tree", content="shared", tree="share")
+    agent = await key(
+        alice,
+        scope="READ",
+        personal="NONE",
+        spaces=[{"space": team.name, "trees": [{"path": "share", "level": "READ"}]}],
+    )
+    r = await alice.get(f"/api/v1/{name}/history", headers=agent)
+    assert r.status_code == 200, r.text
+    assert [v["content"] for v in r.json()["versions"]] == ["shared"]
+    assert [v["content"] for v in await versions(alice, name)] == ["shared", "at home"]

@@ -166,7 +166,8 @@ async def test_every_write_records_an_event(alice: Actor, database_url: str) -> 
         f"/api/v1/{m['name']}?updateMask=content", json={"content": "v2"}
     )  # no change
     await alice.patch(f"/api/v1/{m['name']}?updateMask=state", json={"state": "ARCHIVED"})
-    await alice.delete(f"/api/v1/{m['name']}")
+    await alice.delete(f"/api/v1/{m['name']}")  # to the trash (decision 0024)
+    await alice.post(f"/api/v1/{m['name']}:purge", json={})  # and gone
     engine = create_engine(database_url)
     async with engine.connect() as conn:
         rows = (await conn.execute(sa.select(memo_event).order_by(memo_event.c.id))).all()
@@ -180,6 +181,7 @@ async def test_every_write_records_an_event(alice: Actor, database_url: str) -> 
         ("CREATE", None),
         ("UPDATE", "v1"),
         ("ARCHIVE", "v2"),
+        ("TRASH", "v2"),
         ("DELETE", "v2"),
     ]
     assert all(r.actor_id == alice_id for r in rows)

@@ -200,8 +200,8 @@ def bodies(draw: st.DrawFn, document: dict[str, Any], schema: dict[str, Any] | N
 def _operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for path, item in sorted(document["paths"].items()):
         for method, operation in sorted(item.items()):
-            if operation.get("operationId") in ("AuthService_SignOut",):
-                continue  # would end the credential this run uses
+            if operation.get("operationId") in ("AuthService_SignOut", "AuthService_RefreshToken"):
+                continue  # would end (refresh: replace) the credential this run uses
             yield method.upper(), path, operation
 
 

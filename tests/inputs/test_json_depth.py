@@ -43,6 +43,9 @@ async def test_anonymous_sign_in_with_deep_json_is_a_400(
         r = await client.post(
             "/api/v1/auth/signin", content=body, headers={"Content-Type": "application/json"}
         )
+        if len(body) > 64 * 1024:  # past sign-in's body limit: refused unread (decision 0018)
+            assert r.status_code == 413, r.text[:300]
+            continue
         _assert_depth_400(r)
 
 

@@ -190,7 +190,8 @@ async def test_token_stops_working_after_password_change(
     stolen = dict(bob.headers)
     m = await bob.memo("b", visibility="PRIVATE")
     r = await bob.patch(
-        "/api/v1/users/bob?updateMask=password", json={"password": "new-password-9"}
+        "/api/v1/users/bob?updateMask=password",
+        json={"password": "new-password-9", "currentPassword": "password-1"},
     )
     assert r.status_code == 200
     for url in ("/api/v1/auth/me", "/api/v1/memos", f"/api/v1/{m['name']}", "/api/v1/attachments"):

@@ -91,14 +91,18 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     }
     code = "from app.cli import main; main()"
     cmd = [sys.executable, "-c", code, "serve", "--data", str(data_dir), "--port", str(port)]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    # stderr goes to a file, not a pipe nobody reads: once the server had
+    # logged ~64 KB the pipe filled and every request hung, /healthz included.
+    log_path = data_dir / "server.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    log.close()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"daybook serve exited: {proc.stderr.read().decode()[-2000:]}")
+            tail = log_path.read_bytes().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"daybook serve exited: {tail}")
         try:
             if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                 return proc, url

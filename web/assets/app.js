@@ -6,11 +6,15 @@ import { icon } from "./icons.js";
 import { t } from "./i18n.js";
 import { renderAuth } from "./auth.js";
 import { createComposer } from "./composer.js";
-import { fetchRendered, memoCard } from "./memo-card.js";
+import { fetchRendered } from "./memo-card.js";
 import { renderSettings } from "./settings.js";
 import { renderSidebar } from "./sidebar.js";
 import { currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
+import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
+import { memoPage } from "./memo-page.js";
+import { renderShared } from "./share.js";
+import { contentNode } from "./memo-card.js";
 
 const app = document.getElementById("app");
 let timeline = null;
@@ -21,7 +25,7 @@ async function boot() {
   document.querySelector(".skip-link").textContent = t("skipToContent");
   onSignedOut(() => { if (state.me) toast(t("signedOut"), "error"); state.me = null; setCsrf(""); showAuth(); });
   const route = currentRoute();
-  if (route.name === "share") { state.profile = {}; renderShared(route.arg); return; }
+  if (route.name === "share") { state.profile = {}; renderShared(app, route.arg, contentNode); return; }
   const [profile, me] = await Promise.all([
     api("/instance/profile", { quiet: true }).catch(() => ({})),
     api("/auth/me", { quiet: true }).catch(() => null),
@@ -48,7 +52,11 @@ async function signedIn(res, { fresh }) {
   const [found] = await Promise.all([detectFeatures(state.me.username), reloadStats()]);
   state.spaces = found.spaces;
   state.views = found.views;
-  render({ keepComposer: true });
+  // Invitations and the caller's access per space (which memos it may edit).
+  if (features.spaces) await reloadSpaces();
+  const now = currentRoute();
+  // Pages whose content depends on the spaces draw again; others keep the editor.
+  render({ keepComposer: !["space", "m"].includes(now.name) });
 }
 
 async function reloadStats() {
@@ -102,6 +110,7 @@ function chips(route) {
     .map((v) => h("option", { value: v }, t(`vis_${v}`))));
   vis.value = p.vis || "";
   return h("div", { class: "chips", role: "toolbar", "aria-label": t("filters") }, active,
+    route.name === "home" && features.spaces && state.spaces.length ? toggle("spaces", t("filterMySpaces")) : null,
     toggle("pinned", t("filterPinned")), toggle("tasks", t("filterTasks")),
     toggle("links", t("filterLinks")), toggle("code", t("filterCode")), vis);
 }
@@ -115,23 +124,53 @@ function render({ keepComposer = false } = {}) {
     // Only the sidebar and chips depend on late data; keep the editor's focus and text.
     layout.main.querySelector(".chips")?.replaceWith(chips(route));
     composer?.refresh();
+    if (timeline && state.spaces.length) {
+      // Space memos on this page can now show the controls their grants allow.
+      const old = timeline;
+      timeline = createTimeline(route, { onCountsChanged: reloadStats });
+      old.dispose();
+      old.replaceWith(timeline);
+    }
     return;
   }
   timeline?.dispose();
   timeline = null;
+  window.scrollTo(0, 0);
   if (route.name === "settings") {
     renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
     document.title = `${t("settings")} · ${t("appName")}`;
     return;
   }
-  const titles = { home: t("home"), explore: t("explore"), archived: t("archived"), space: route.arg };
+  if (route.name === "admin") {
+    import("./admin.js").then((m) => { if (currentRoute().name === "admin") m.renderAdmin(layout.main); });
+    document.title = `${t("users")} · ${t("appName")}`;
+    return;
+  }
+  if (route.name === "m") {
+    composer = null;
+    memoPage(layout.main, route.arg);
+    return;
+  }
+  const titles = { home: t("home"), explore: t("explore"), archived: t("archived"),
+    space: spaceTitle(route.arg) || t("space") };
   document.title = `${titles[route.name] || t("home")} · ${t("appName")}`;
-  const withComposer = route.name === "home" || route.name === "space";
+  if (route.name === "space") {
+    composer = null;
+    const memosView = () => {
+      composer = makeComposer(route);
+      timeline = createTimeline(route, { onCountsChanged: reloadStats });
+      return h("div", { class: "space-memos" }, composer, chips(route), timeline);
+    };
+    clear(layout.main, spacePage(route, memosView));
+    return;
+  }
+  const withComposer = route.name === "home";
   composer = withComposer ? makeComposer(route) : null;
   timeline = createTimeline(route, { onCountsChanged: reloadStats });
   clear(layout.main,
     h("h1", { class: "visually-hidden" }, titles[route.name] || t("home")),
     route.name !== "home" ? h("h1", { class: "page-title" }, titles[route.name] || "") : null,
+    route.name === "home" ? h("div", { class: "banner-slot" }, invitationsBanner()) : null,
     composer, chips(route), timeline);
 }
 
@@ -145,13 +184,6 @@ function makeComposer(route) {
   });
 }
 
-async function renderShared(token) {
-  let memo;
-  try { memo = await api(`/shares/${encodeURIComponent(token)}/memo`, { quiet: true }); } catch { memo = null; }
-  clear(app, h("main", { class: "shared", id: "main" },
-    h("h1", { class: "page-title" }, t("sharedMemo")),
-    memo ? memoCard(memo, { readonly: true }) : h("p", { class: "muted" }, t("shareNotFound"))));
-}
 
 // Keyboard: "/" search, "n" new memo, j/k between memos, Esc closes menus and the drawer.
 document.addEventListener("keydown", (e) => {
@@ -180,12 +212,18 @@ document.addEventListener("click", (e) => {
   document.querySelectorAll("details.menu[open]").forEach((d) => { if (!d.contains(e.target)) d.open = false; });
 });
 window.addEventListener("hashchange", () => {
-  if (currentRoute().name === "share") { renderShared(currentRoute().arg); return; }
+  if (currentRoute().name === "share") { renderShared(app, currentRoute().arg, contentNode); return; }
   if (!layout && state.me) buildLayout();
   render();
 });
 document.addEventListener("sidebar-changed", () => layout && renderSidebar(layout.sidebar, currentRoute()));
 document.addEventListener("features-changed", () => layout && renderSidebar(layout.sidebar, currentRoute()));
+document.addEventListener("spaces-changed", () => {
+  if (!layout) return;
+  renderSidebar(layout.sidebar, currentRoute());
+  layout.main.querySelector(".banner-slot")?.replaceChildren(invitationsBanner() || "");
+  composer?.refresh();
+});
 
 boot();
 

@@ -13,17 +13,26 @@ export function renderAuth(container, { onSignedIn }) {
     const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", name: "password", autocomplete: signup ? "new-password" : "current-password", required: true }));
     const [pw2Row, password2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", name: "password2", autocomplete: "new-password", required: true }));
     const submit = h("button", { class: "btn primary wide", type: "submit" }, signup ? t("signUp") : t("signIn"));
+    // Errors stay in the form (issue 19, defect 1): a 401 here is a wrong
+    // password, not a lost session, so the form is not redrawn and keeps the username.
+    const error = h("p", { class: "form-error", role: "alert", hidden: true });
     const form = h("form", { class: "stack", onsubmit: async (e) => {
       e.preventDefault();
       if (signup && password.value !== password2.value) { toast(t("passwordMismatch"), "error"); return; }
       submit.disabled = true;
       try {
-        if (signup) await api("/users", { method: "POST", body: { username: username.value.trim(), password: password.value } });
-        const res = await api("/auth/signin", { method: "POST", quiet: false,
+        error.hidden = true;
+        if (signup) await api("/users", { method: "POST", quiet: true, body: { username: username.value.trim(), password: password.value } });
+        const res = await api("/auth/signin", { method: "POST", quiet: true,
           body: { passwordCredentials: { username: username.value.trim(), password: password.value } } });
         onSignedIn(res);
-      } catch { /* toasted */ } finally { submit.disabled = false; }
-    } }, userRow, pwRow, signup ? pw2Row : null, submit);
+      } catch (err) {
+        error.textContent = err.status === 401 && !signup ? t("wrongPassword") : err.message || t("error");
+        error.hidden = false;
+        password.value = "";
+        password.focus();
+      } finally { submit.disabled = false; }
+    } }, userRow, pwRow, signup ? pw2Row : null, error, submit);
     const canSwitch = !firstUser && (state.profile?.allowRegistration || signup);
     clear(container, h("main", { class: "auth", id: "main" },
       h("div", { class: "auth-card panel" },

@@ -2,11 +2,12 @@
 // autocomplete, paste/drop attachments, visibility (and space + path for
 // SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
 import { api, features, memoId } from "./api.js";
-import { field, h, nextId, toast, debounce } from "./dom.js";
+import { h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { state } from "./store.js";
 import { icon } from "./icons.js";
+import { canonical, pathPicker, writePath } from "./tree.js";
 
 const VISIBILITIES = ["PRIVATE", "PROTECTED", "PUBLIC", "SPACE"];
 
@@ -28,7 +29,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   // SPACE memos ("share" preselected). Refilled once optional features are known.
   const visSelect = h("select", { class: "select", "aria-label": t("visibility") });
   const spaceSelect = h("select", { class: "select", "aria-label": t("space") });
-  const wanted = memo?.visibility || (spaceUid ? "SPACE" : localStorage.getItem("daybook.visibility") || "PRIVATE");
+  // The default is Private every time (issue 19, defect 3), not the last choice.
+  const wanted = memo?.visibility || (spaceUid ? "SPACE" : "PRIVATE");
   function fillChoices() {
     const allowed = VISIBILITIES.filter((v) =>
       (v !== "PUBLIC" || !state.profile?.disallowPublicVisibility || memo?.visibility === "PUBLIC") &&
@@ -41,13 +43,16 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     if (space) spaceSelect.value = space;
   }
   fillChoices();
-  const pathInput = h("input", { class: "input path-input", type: "text", value: memo?.tree || "share",
-    "aria-label": t("path"), title: t("pathHint"), pattern: "[~A-Za-z0-9_./-]*" });
+  // Where in the space's tree: chosen from the tree ("share" preselected),
+  // never typed as a free-text path.
+  const initialSpace = memo?.space || (spaceUid ? `spaces/${spaceUid}` : state.spaces[0]?.name || "");
+  const pathInput = pathPicker({ space: spaceSelect.value || initialSpace,
+    value: memo?.tree ? canonical(memo.tree, memo.space) : "share", label: t("path") });
+  spaceSelect.addEventListener("change", () => pathInput.setSpace(spaceSelect.value));
   const spaceRow = h("span", { class: "space-row" }, spaceSelect, pathInput);
   const syncSpace = () => { spaceRow.hidden = visSelect.value !== "SPACE"; };
   visSelect.addEventListener("change", () => {
     syncSpace();
-    if (!editing) localStorage.setItem("daybook.visibility", visSelect.value);
   });
   syncSpace();
 
@@ -103,7 +108,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     saveButton.disabled = true;
     saveButton.textContent = t("saving");
     const body = { content, visibility: visSelect.value };
-    if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = pathInput.value.trim(); }
+    if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = writePath(pathInput.value(), spaceSelect.value); }
     try {
       let saved;
       if (editing) {
@@ -216,7 +221,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
 
   if (autofocus) queueMicrotask(() => { textarea.focus(); textarea.setSelectionRange(textarea.value.length, textarea.value.length); });
   form.focusEditor = () => textarea.focus();
-  form.refresh = () => { fillChoices(); syncSpace(); attachButton.hidden = !features.attachments; };
+  form.refresh = () => { fillChoices(); pathInput.setSpace(spaceSelect.value); syncSpace(); attachButton.hidden = !features.attachments; };
   form.textarea = textarea;
   return form;
 }

@@ -43,11 +43,13 @@ export function field(label, control, hint) {
 }
 
 // Toasts: one polite live region for news, errors are announced assertively.
-export function toast(message, kind = "info") {
+// `action` ({label, run}) adds a button, e.g. Undo; such a toast stays longer.
+export function toast(message, kind = "info", action = null) {
   const region = document.getElementById(kind === "error" ? "alerts" : "toasts");
-  const el = h("div", { class: `toast toast-${kind}` }, message);
+  const el = h("div", { class: `toast toast-${kind}${action ? " with-action" : ""}` }, message,
+    action ? h("button", { type: "button", class: "toast-action", onclick: () => { el.remove(); action.run(); } }, action.label) : null);
   region.append(el);
-  setTimeout(() => el.remove(), kind === "error" ? 6000 : 3000);
+  setTimeout(() => el.remove(), action ? 8000 : kind === "error" ? 6000 : 3000);
 }
 
 // A modal built on <dialog>: Esc closes it natively, focus returns afterwards.

@@ -7,12 +7,24 @@ import { t } from "./i18n.js";
 
 const TAG = /(^|[^\w#/&])#([^\W][\w\-/]*)/gu;
 
+// Browsers read "\" as "/" and drop tabs and newlines in http(s) URLs, so
+// "/\host/x.png" and "/\t/host" are protocol-relative, i.e. on another host.
+// A relative URL is kept only when resolving it (WHATWG rules, as the browser
+// will) stays on this origin; anything else is returned absolute, so callers
+// treat it as remote (an image then waits for a click).
+const SELF = "https://daybook.invalid";
+
 export function safeUrl(url) {
-  const squeezed = url.trim().replace(/[\x00-\x20\x7f]/g, "");
+  const trimmed = url.trim();
+  const squeezed = trimmed.replace(/[\x00-\x20\x7f]/g, "").replace(/\\/g, "/");
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(squeezed);
-  if (scheme) return ["http", "https", "mailto"].includes(scheme[1].toLowerCase()) ? url.trim() : null;
-  if (squeezed.startsWith("//")) return "https:" + url.trim();
-  return url.trim();
+  if (scheme) return ["http", "https", "mailto"].includes(scheme[1].toLowerCase()) ? trimmed : null;
+  let resolved;
+  try { resolved = new URL(trimmed, SELF + "/"); } catch { return null; }
+  if (resolved.origin !== SELF) {
+    return resolved.protocol === "https:" || resolved.protocol === "http:" ? resolved.href : null;
+  }
+  return squeezed.startsWith("//") ? null : trimmed;
 }
 
 const INLINE = /(`[^`]+`)|(!?\[[^\]]*\]\([^)\s]*\))|(\*\*[^*]+\*\*)|(~~[^~]+~~)|(\*[^*\s][^*]*\*|_[^_\s][^_]*_)|(https?:\/\/[^\s<)]+)/;

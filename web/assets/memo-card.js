@@ -1,12 +1,14 @@
 // One memo in the timeline: its rendered content, badges, actions (edit, pin,
 // archive, delete, share link), task ticking, reactions and the comments thread.
 import { api, degrade, features, memoId, ApiError } from "./api.js";
-import { clear, confirmDialog, copyText, h, relativeTime, toast } from "./dom.js";
+import { clear, confirmDialog, h, relativeTime, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown, toggleTask } from "./markdown.js";
 import { createComposer } from "./composer.js";
 import { setParams, state } from "./store.js";
 import { icon } from "./icons.js";
+import { canEdit } from "./tree.js";
+import { shareDialog } from "./share.js";
 
 const EMOJI = ["👍", "❤️", "🎉", "😄", "👀", "🙏"];
 
@@ -14,15 +16,18 @@ export async function fetchRendered(name) {
   return api(`/memos/${memoId(name)}`, { query: { view: "html" } });
 }
 
-function contentNode(memo) {
+export function contentNode(memo) {
   const el = h("div", { class: "memo-content" });
   if (typeof memo.contentHtml === "string") el.innerHTML = memo.contentHtml; // server-sanitised
   else el.append(renderMarkdown(memo.content));
   return el;
 }
 
-export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
-  const own = !readonly && state.me && memo.creator === state.me.name;
+export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = false, openComments = false, page = false }) {
+  // Who may change it: the creator of a personal memo; in a space, the write
+  // rule (creator with write at its path, or owner there). The server decides.
+  const mine = !readonly && state.me && memo.creator === state.me.name;
+  const own = !readonly && canEdit(memo);
   const id = memoId(memo.name);
   const card = h("article", { class: `memo-card${memo.pinned ? " pinned" : ""}`, tabindex: "0",
     "aria-labelledby": `${id}-meta`, dataset: { name: memo.name } });
@@ -45,11 +50,15 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
   // Header: who, when, where.
   const meta = h("div", { class: "memo-meta", id: `${id}-meta` },
     memo.creator !== state.me?.name ? h("span", { class: "creator" }, memo.creator.replace(/^users\//, "")) : null,
-    h("time", { datetime: memo.displayTime || memo.createTime, title: new Date(memo.createTime).toLocaleString() },
-      relativeTime(memo.displayTime || memo.createTime)),
+    readonly ? h("time", { datetime: memo.displayTime || memo.createTime, title: new Date(memo.createTime).toLocaleString() },
+      relativeTime(memo.displayTime || memo.createTime))
+      : h("a", { class: "memo-time", href: `#/m/${id}`, title: t("openMemo", { time: new Date(memo.createTime).toLocaleString() }) },
+        h("time", { datetime: memo.displayTime || memo.createTime }, relativeTime(memo.displayTime || memo.createTime))),
+    memo.updateTime && memo.createTime && Date.parse(memo.updateTime) - Date.parse(memo.createTime) > 60e3
+      ? h("span", { class: "muted small edited", title: new Date(memo.updateTime).toLocaleString() }, t("edited")) : null,
     memo.pinned ? h("span", { class: "badge pin" }, t("pinned")) : null,
     h("span", { class: `badge vis vis-${memo.visibility.toLowerCase()}` }, t(`vis_${memo.visibility}`)),
-    memo.space ? h("span", { class: "badge" }, `${state.spaces.find((s) => s.name === memo.space)?.title || memo.space.replace(/^spaces\//, "")}${memo.tree ? " · " + memo.tree : ""}`) : null,
+    memo.space ? h("a", { class: "badge space-badge", href: `#/space/${encodeURIComponent(memo.space.replace(/^spaces\//, ""))}` }, `${state.spaces.find((s) => s.name === memo.space)?.title || memo.space.replace(/^spaces\//, "")}${memo.tree ? " · " + memo.tree : ""}`) : null,
     memo.state === "ARCHIVED" ? h("span", { class: "badge" }, t("archived")) : null);
 
   const menu = own ? actionsMenu() : null;
@@ -103,6 +112,7 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
   renderReactions();
 
   clear(card, header, body, attachments, footer, commentsBox);
+  if (openComments && features.comments && !readonly) queueMicrotask(() => toggleComments());
 
   function renderReactions() {
     const groups = new Map();
@@ -167,7 +177,7 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
         contentNode(c)))) : h("p", { class: "muted" }, t("noComments")),
       h("form", { class: "comment-form", onsubmit: (e) => { e.preventDefault(); send(); } }, input,
         h("button", { class: "btn primary small", type: "submit" }, t("send"))));
-    commentButton.replaceChildren(icon("comment"), t("commentCount", { count: list.length }));
+    commentButton.replaceChildren(icon("comment"), t(list.length === 1 ? "commentCountOne" : "commentCount", { count: list.length }));
   }
 
   function actionsMenu() {
@@ -181,11 +191,21 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
         archived ? null : item(memo.pinned ? t("unpin") : t("pin"), async () => {
           if (await patch({ pinned: !memo.pinned }, "pinned")) await refresh();
         }),
-        archived ? null : item(t("copyLink"), share),
+        archived || !mine || memo.visibility === "SPACE" ? null : item(t("copyLink"), share),
+        page ? null : item(t("openPage"), () => { location.hash = `#/m/${id}`; }),
         item(archived ? t("restore") : t("archive"), async () => {
-          const saved = await patch({ state: archived ? "NORMAL" : "ARCHIVED" }, "state",
-            archived ? t("restoredToast") : t("archivedToast"));
-          if (saved) onRemoved?.(memo);
+          const saved = await patch({ state: archived ? "NORMAL" : "ARCHIVED" }, "state");
+          if (!saved) return;
+          onRemoved?.(memo);
+          // Undo puts it back as it was (issue 19: undo for archive).
+          toast(archived ? t("restoredToast") : t("archivedToast"), "info", { label: t("undo"), run: async () => {
+            try {
+              const back = await api(`/memos/${id}`, { method: "PATCH", query: { updateMask: "state" },
+                body: { state: archived ? "ARCHIVED" : "NORMAL" }, headers: { "If-Match": saved.etag } });
+              toast(t("undone"));
+              onRestored?.(await fetchRendered(back.name));
+            } catch { /* toasted */ }
+          } });
         }),
         item(t("delete"), async () => {
           if (!(await confirmDialog(t("confirmDelete"), { confirmLabel: t("delete"), danger: true }))) return;
@@ -199,14 +219,7 @@ export function memoCard(memo, { onChanged, onRemoved, readonly = false }) {
 
   async function share() {
     if (!features.shares) { toast(t("shareUnavailable"), "error"); return; }
-    try {
-      const made = await api(`/memos/${id}/shares`, { method: "POST", body: {}, quiet: true });
-      const token = (made.name || "").split("/").pop();
-      await copyText(`${location.origin}/#/share/${encodeURIComponent(token)}`, t("linkCopied"));
-    } catch (err) {
-      if (degrade("shares", err)) toast(t("shareUnavailable"), "error");
-      else toast(err.message, "error");
-    }
+    await shareDialog(memo);
   }
 
   function startEdit() {

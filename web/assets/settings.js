@@ -4,6 +4,7 @@ import { api, features } from "./api.js";
 import { clear, confirmDialog, copyText, dialog, field, h, relativeTime, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { state } from "./store.js";
+import { displayPath, pathPicker } from "./tree.js";
 
 export function renderSettings(container, { onSignedIn }) {
   clear(container,
@@ -32,13 +33,14 @@ function profileSection() {
 }
 
 function passwordSection(onSignedIn) {
+  const [row0, current] = field(t("currentPassword"), h("input", { class: "input", type: "password", autocomplete: "current-password", required: true }));
   const [row1, pw] = field(t("newPassword"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true, minlength: "8" }));
   const [row2, pw2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true }));
   return card(t("changePassword"), h("form", { class: "stack", onsubmit: async (e) => {
     e.preventDefault();
     if (pw.value !== pw2.value) { toast(t("passwordMismatch"), "error"); return; }
     try {
-      await api(user(), { method: "PATCH", query: { updateMask: "password" }, body: { password: pw.value } });
+      await api(user(), { method: "PATCH", query: { updateMask: "password" }, body: { password: pw.value, currentPassword: current.value } });
       // A password change ends every session, this one included: sign in again.
       const res = await api("/auth/signin", { method: "POST",
         body: { passwordCredentials: { username: state.me.username, password: pw.value } } });
@@ -46,7 +48,7 @@ function passwordSection(onSignedIn) {
       toast(t("passwordChanged"));
     } catch { /* toasted */ }
   } }, h("input", { type: "text", name: "username", autocomplete: "username", value: state.me.username, hidden: true, readonly: true }),
-  row1, row2, h("div", {}, h("button", { class: "btn primary", type: "submit" }, t("changePassword")))));
+  row0, row1, row2, h("div", {}, h("button", { class: "btn primary", type: "submit" }, t("changePassword")))));
 }
 
 function tokensSection() {
@@ -64,13 +66,23 @@ function tokensSection() {
         t("tokenCreatedAt", { time: relativeTime(tok.createTime) }),
         tok.lastUsedAt ? ` · ${t("tokenLastUsed", { time: relativeTime(tok.lastUsedAt) })}` : "",
         tok.expiresAt ? ` · ${t("tokenExpiry")} ${new Date(tok.expiresAt).toLocaleDateString()}` : "",
-        tok.restriction ? ` · ${t("tokenRestricted", { scope: tok.restriction.scope, personal: tok.restriction.personal })}` : "")),
+        tok.restriction ? ` · ${restrictionSummary(tok.restriction)}` : "")),
     h("button", { type: "button", class: "btn small danger", onclick: async () => {
       if (!(await confirmDialog(t("confirmRevoke", { name: tok.description || tok.name }), { confirmLabel: t("revoke"), danger: true }))) return;
       try { await api(`/${tok.name}`, { method: "DELETE" }); await load(); } catch { /* toasted */ }
     } }, t("revoke")));
   load();
   return card(t("tokens"), h("p", { class: "muted" }, t("tokensHelp")), list, tokenForm(load));
+}
+
+function restrictionSummary(r) {
+  const spaces = (r.spaces || []).map((d) => {
+    const title = state.spaces.find((s) => s.name === d.space)?.title || d.space.replace(/^spaces\//, "");
+    const trees = (d.trees || []).map((tr) => `${displayPath(tr.path, d.space)} (${t(`level_${tr.level}`)})`);
+    return trees.length ? `${title}: ${trees.join(", ")}` : title;
+  });
+  return t("tokenRestrictedHuman", { scope: t(`scope_${r.scope}`), personal: t(`personal_${r.personal}`),
+    spaces: spaces.length ? spaces.join("; ") : t("noSpacesShort") });
 }
 
 function tokenForm(reload) {
@@ -83,12 +95,23 @@ function tokenForm(reload) {
     values.map((v) => h("label", { class: "radio" }, h("input", { type: "radio", name: `key-${name}`, value: v, checked: v === checked }), t(`${name}_${v}`))));
   const scope = radios("scope", ["READ", "WRITE"], "READ");
   const personal = radios("personal", ["NONE", "OWN", "AUDIENCE"], "NONE");
-  const spaceRows = features.spaces ? state.spaces.map(spaceCeiling) : [];
+  // The spaces block is filled now and again when the spaces arrive (Settings
+  // loaded directly, issue 19 defect 5), without redrawing the rest of the form.
+  let spaceRows = [];
+  const spacesBlock = h("div", { class: "field" });
+  const fillSpaces = () => {
+    if (spaceRows.some((r) => r.value())) return; // never drop what the user chose
+    spaceRows = features.spaces ? state.spaces.map(spaceCeiling) : [];
+    spacesBlock.hidden = !spaceRows.length;
+    spacesBlock.replaceChildren(h("span", { class: "label" }, t("keySpaces")), ...spaceRows.map((r) => r.el));
+  };
+  fillSpaces();
+  document.addEventListener("spaces-changed", () => { if (spacesBlock.isConnected) fillSpaces(); });
   const restriction = h("fieldset", { class: "restriction", hidden: true },
     h("legend", {}, t("restrictionLegend")),
     h("div", { class: "field" }, h("span", { class: "label" }, t("scope")), scope),
     h("div", { class: "field" }, h("span", { class: "label" }, t("personal")), personal),
-    spaceRows.length ? h("div", { class: "field" }, h("span", { class: "label" }, t("keySpaces")), spaceRows.map((r) => r.el)) : null);
+    spacesBlock);
   restrict.addEventListener("change", () => { restriction.hidden = !restrict.checked; });
   const form = h("form", { class: "stack token-form", onsubmit: async (e) => {
     e.preventDefault();
@@ -105,6 +128,8 @@ function tokenForm(reload) {
       const res = await api(`${user()}/personalAccessTokens`, { method: "POST", body });
       showSecret(res.token);
       form.reset();
+      spaceRows = [];
+      fillSpaces();
       restriction.hidden = true;
       await reload();
     } catch { /* toasted */ }
@@ -114,21 +139,25 @@ function tokenForm(reload) {
   return form;
 }
 
+// A declared space for a restricted key: no rows means the whole space (up
+// to what the holder has); each row narrows it to a path chosen from the
+// space's tree, at a level.
 function spaceCeiling(space) {
-  const declare = h("input", { type: "checkbox" });
+  const declare = h("input", { type: "checkbox", "aria-label": t("keyDeclareSpace", { title: space.title || space.name }) });
   const rows = h("div", { class: "path-rows" });
   const addRow = () => {
-    const path = h("input", { class: "input", placeholder: "share", "aria-label": t("path") });
+    const picker = pathPicker({ space: space.name, value: "share", label: t("keyPath") });
     const level = h("select", { class: "select", "aria-label": t("level") },
       ["READ", "WRITE", "OWNER"].map((l) => h("option", { value: l }, t(`level_${l}`))));
-    const row = h("div", { class: "path-row" }, path, level,
+    const row = h("div", { class: "path-row" }, picker, level,
       h("button", { type: "button", class: "btn ghost small", "aria-label": t("removePath"), onclick: () => row.remove() }, "×"));
-    row.read = () => ({ path: path.value.trim(), level: level.value });
+    row.read = () => ({ path: picker.value(), level: level.value });
     rows.append(row);
-    path.focus();
+    declare.checked = true;
   };
   const el = h("div", { class: "space-ceiling" },
-    h("label", { class: "check" }, declare, space.title || space.name), rows,
+    h("label", { class: "check" }, declare, space.title || space.name),
+    h("p", { class: "muted small" }, t("keySpaceHelp")), rows,
     h("button", { type: "button", class: "btn ghost small", onclick: addRow }, t("addPath")));
   return { el, value: () => declare.checked
     ? { space: space.name, trees: [...rows.children].map((r) => r.read()) }

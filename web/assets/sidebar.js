@@ -3,9 +3,10 @@
 import { api, features } from "./api.js";
 import { clear, confirmDialog, h, promptDialog, toast } from "./dom.js";
 import { t } from "./i18n.js";
-import { currentRoute, filterFor, localDay, navigate, setParams, state } from "./store.js";
+import { currentRoute, filterFor, isAdmin, localDay, navigate, setParams, state } from "./store.js";
+import { createSpaceDialog } from "./spaces.js";
 
-const WEEKS = 16;
+const WEEKS = 14; // with the weekday labels, fits the 272 px sidebar
 
 export function renderSidebar(container, route) {
   const link = (name, label, arg = "") => {
@@ -24,9 +25,14 @@ export function renderSidebar(container, route) {
     h("div", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
     searchForm,
     h("nav", { "aria-label": t("nav") }, h("ul", { class: "nav-list" },
-      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("settings", t("settings")))),
-    features.spaces && state.spaces.length ? section(t("spaces"), h("ul", { class: "nav-list" },
-      state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, ""))))) : null,
+      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("settings", t("settings")),
+      isAdmin() ? link("admin", t("users")) : null)),
+    features.spaces ? section(t("spaces"), h("div", {},
+      state.invitations.length ? h("a", { class: "nav-link invite-link", href: "#/" },
+        t("pendingInvitations", { n: state.invitations.length })) : null,
+      state.spaces.length ? h("ul", { class: "nav-list" },
+        state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, "")))) : h("p", { class: "muted small" }, t("noSpaces")),
+      h("button", { type: "button", class: "btn small", onclick: () => createSpaceDialog() }, t("newSpace")))) : null,
     section(t("activity"), heatmap(route)),
     section(t("tags"), tagTree(route)),
     features.views ? section(t("savedViews"), savedViews(route)) : null,
@@ -59,7 +65,27 @@ function heatmap(route) {
       "aria-pressed": String(route.params.day === day), dataset: { day },
       onclick: () => setParams({ day: route.params.day === day ? null : day }) }));
   }
-  return h("div", { class: "heatmap", role: "group", "aria-label": t("activity") }, cells);
+  // Month labels over the week columns, weekday labels beside the rows, and a
+  // legend (issue 19: the heatmap had neither).
+  const months = [];
+  let last = -1;
+  for (let i = 0; i < cells.length; i += 7) {
+    const first = new Date(`${cells[i].dataset.day}T00:00:00`);
+    const month = first.getMonth();
+    months.push(h("span", { class: "heat-month" }, month !== last && (i > 0 || first.getDate() <= 7)
+      ? first.toLocaleDateString(undefined, { month: "short" }) : ""));
+    last = month;
+  }
+  const weekday = (n) => new Date(2026, 1, 1 + n).toLocaleDateString(undefined, { weekday: "short" }); // 2026-02-01 is a Sunday
+  const days = h("div", { class: "heat-days", "aria-hidden": "true" }, [0, 1, 2, 3, 4, 5, 6].map((n) =>
+    h("span", {}, n % 2 ? weekday(n) : "")));
+  const legend = h("div", { class: "heat-legend muted small", "aria-hidden": "true" }, t("less"),
+    [0, 1, 2, 3, 4].map((l) => h("span", { class: `day l${l} legend-cell` })), t("more"));
+  return h("div", { class: "heat-wrap" },
+    h("div", { class: "heat-months", "aria-hidden": "true" }, months),
+    h("div", { class: "heat-body" }, days,
+      h("div", { class: "heatmap", role: "group", "aria-label": t("activity") }, cells)),
+    legend);
 }
 
 function tagTree(route) {
@@ -79,7 +105,7 @@ function tagTree(route) {
 }
 
 function savedViews(route) {
-  const current = filterFor({ ...route, params: { ...route.params, q: "" } });
+  const current = filterFor({ ...route, params: { ...route.params, q: "" } }, { scope: false });
   const list = h("ul", { class: "nav-list" }, state.views.map((view) => h("li", { class: "view-row" },
     h("button", { type: "button", class: "tag-link", "aria-pressed": String(route.params.filter === view.filter),
       onclick: () => navigate("home", "", { filter: view.filter, title: view.title }) }, view.title),

@@ -6,9 +6,12 @@ export const state = {
   stats: null,         // users/{me}:getStats (tags, heatmap)
   spaces: [],          // the caller's spaces, when the API offers them
   views: [],           // saved views
+  invitations: [],     // spaces the caller is invited to (state INVITED)
+  access: {},          // spaces/{uid} → { grants, home }: the caller's effective grants
 };
 
-// Routes: #/ (home), #/explore, #/archived, #/space/<uid>, #/settings, #/share/<token>
+// Routes: #/ (home), #/explore, #/archived, #/space/<uid>, #/m/<memo id>,
+// #/settings, #/admin, #/share/<token>
 export function currentRoute() {
   const raw = location.hash.replace(/^#/, "") || "/";
   const [path, query = ""] = raw.split("?");
@@ -37,14 +40,23 @@ export function setParams(changes) {
   navigate(route.name, route.arg, params);
 }
 
+export const isAdmin = () => Boolean(state.me && (state.me.role === "ADMIN" || state.me.role === "HOST"));
+
 const cel = (s) => JSON.stringify(s);
 
 // The CEL filter for a route: the page's own scope ANDed with the user's chips.
-export function filterFor(route) {
+// `scope: false` leaves the page's own scope out (the user's chips only).
+export function filterFor(route, { scope = true } = {}) {
   const p = route.params;
   const parts = [];
-  if (route.name === "explore") parts.push('visibility in ["PUBLIC", "PROTECTED"]');
-  if (route.name === "space") parts.push(`space == ${cel("spaces/" + route.arg)}`);
+  if (!scope) { /* chips only */ } else if (route.name === "explore") parts.push('visibility in ["PUBLIC", "PROTECTED"]');
+  // Home is one's own memos (issue 19, defect 4), plus, by a visible choice,
+  // what one's spaces hold; others' memos are on Explore.
+  if (scope && route.name === "home" && state.me) {
+    const mine = `creator == ${cel(state.me.name)}`;
+    parts.push(p.spaces ? `(${mine} || space != null)` : mine);
+  }
+  if (scope && route.name === "space") parts.push(`space == ${cel("spaces/" + route.arg)}`);
   if (p.tag) parts.push(`tag in [${cel(p.tag)}]`);
   if (p.vis) parts.push(`visibility == ${cel(p.vis)}`);
   if (p.pinned) parts.push("pinned");

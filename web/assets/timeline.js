@@ -50,7 +50,7 @@ export function createTimeline(route, { onCountsChanged } = {}) {
       }
     }
     if (spaceFallback) {
-      const res = await list([filterFor({ ...route, name: "home" }), "space != null"].filter(Boolean).join(" && "));
+      const res = await list([filterFor(route, { scope: false }), "space != null"].filter(Boolean).join(" && "));
       const want = `spaces/${route.arg}`;
       return { memos: (res.memos || []).filter((m) => m.space === want), next: res.nextPageToken || "" };
     }
@@ -75,7 +75,7 @@ export function createTimeline(route, { onCountsChanged } = {}) {
       feed.setAttribute("aria-busy", "false");
       more.hidden = done;
       const empty = !feed.children.length;
-      const filtered = Boolean(filter || query) && route.name !== "explore";
+      const filtered = Boolean(filterFor(route, { scope: false }) || query);
       status.textContent = empty ? t(filtered ? "emptyFiltered" : "empty") : done ? t("endOfList") : "";
       feed.querySelectorAll(".memo-card").forEach((el, i, all) => {
         el.setAttribute("aria-posinset", String(i + 1));
@@ -90,6 +90,7 @@ export function createTimeline(route, { onCountsChanged } = {}) {
         el.replaceWith(card(updated));
         onCountsChanged?.();
       },
+      onRestored: (back) => { if (back.state === (archived ? "ARCHIVED" : "NORMAL")) root.addMemo(back); },
       onRemoved: () => {
         const next = el.nextElementSibling || el.previousElementSibling;
         el.remove();

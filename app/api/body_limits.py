@@ -1,0 +1,190 @@
+"""Per-route request body limits, enforced while the bytes arrive and before
+anything else (authentication, a database connection) is spent on the request.
+
+One 48 MiB limit for every route let a sign-in carry 48 MiB and six 45 MB
+memo bodies (content is capped at 8 KiB) take the process from 330 MB to
+1.1 GB. Here each route gets what its largest valid body can need
+(:func:`limit_for`): sign-in and other JSON small, memo writes a small
+multiple of the instance's content limit (JSON escaping can grow text six
+times), a batch a thousand of those, an attachment upload the attachment
+limit plus its base64 growth. A declared ``Content-Length`` over the limit
+is refused at once (413) without reading; a chunked body is counted and
+refused as soon as it passes the limit.
+
+The body is read *completely* here before the app is called, so a slow
+client holds no connection or transaction while it trickles: small bodies
+in memory, attachment uploads in a spool file (memory beyond 1 MiB goes to
+disk), replayed to the app in 64 KiB chunks. The Memos import route has its
+own streaming bound and is passed through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from typing import IO, Any
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
+
+__all__ = ["BodyLimitMiddleware", "Limits", "limit_for"]
+
+KIB = 1024
+SMALL = 64 * KIB  # sign-in, sign-up, tokens
+DEFAULT = 256 * KIB  # every other JSON body (grants, restrictions, relation lists)
+_REPLAY_CHUNK = 64 * KIB
+_SPOOL_IN_MEMORY = 1024 * KIB
+_BATCH_MEMOS = 1000  # app.memos.batch.MAX_BATCH
+
+_PASS = re.compile(r"^/api/v1/users/[^/]+/:importMemos\Z")
+_AUTH = re.compile(r"^/api/v1/(auth/|users\Z|users/[^/]+\Z|users/[^/]+/personalAccessTokens)")
+_ATTACHMENT = re.compile(r"^/api/v1/attachments\Z")
+_BATCH = re.compile(r"^/api/v1/memos/:batchCreate\Z")
+_MEMO = re.compile(r"^(/api/v1/memos(/.*)?|/mcp/?)\Z", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    attachment_size: int
+    content_length: int  # the largest content limit this process has seen in force
+
+
+def _memo_body(content_length: int) -> int:
+    return 6 * content_length + 64 * KIB
+
+
+def limit_for(method: str, path: str, limits: Limits) -> int | None:
+    """The largest body ``method path`` may carry, or None (route bounds it itself)."""
+    if method in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        return SMALL
+    if _PASS.match(path):
+        return None
+    if _ATTACHMENT.match(path):
+        return (limits.attachment_size // 3 + 1) * 4 + 64 * KIB
+    if _BATCH.match(path):
+        return _BATCH_MEMOS * (limits.content_length + 2 * KIB) + 64 * KIB
+    if _MEMO.match(path):
+        return _memo_body(limits.content_length)
+    if _AUTH.match(path):
+        return SMALL
+    return DEFAULT
+
+
+class BodyLimitMiddleware:
+    """Bound, read and replay request bodies (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, attachment_size: int, content_length: int) -> None:
+        self.app = app
+        self.limits = Limits(attachment_size, content_length)
+
+    def _limits(self, scope: Scope) -> Limits:
+        # The instance's content limit lives in the database; app.deps records
+        # the largest one it loaded, so a raised limit widens the memo routes.
+        seen = getattr(scope["app"].state, "content_length_seen", 0)
+        if isinstance(seen, int) and seen > self.limits.content_length:
+            return Limits(self.limits.attachment_size, seen)
+        return self.limits
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        limit = limit_for(scope["method"], scope["path"], self._limits(scope))
+        if limit is None:
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large(send, limit)
+            return
+        spool = _ATTACHMENT.match(scope["path"]) is not None
+        sink: IO[bytes] | list[bytes]
+        sink = (
+            tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 (closed below)
+            if spool
+            else []
+        )
+        try:
+            size = 0
+            pending: list[ReceiveMessage] = []
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    pending.append(message)  # a disconnect: the app sees it after the body
+                    break
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await _too_large(send, limit)
+                    return
+                if chunk:
+                    if isinstance(sink, list):
+                        sink.append(bytes(chunk))
+                    else:
+                        sink.write(chunk)
+                if not message.get("more_body", False):
+                    break
+            await self.app(scope, _replay(sink, pending, receive), send)
+        finally:
+            if not isinstance(sink, list):
+                sink.close()
+
+
+def _replay(sink: IO[bytes] | list[bytes], pending: list[ReceiveMessage], receive: Receive) -> Any:
+    if isinstance(sink, list):
+        queue: list[ReceiveMessage] = [
+            {"type": "http.request", "body": b"".join(sink), "more_body": False}
+        ]
+    else:
+        sink.seek(0)
+        queue = []
+    done = False
+
+    async def replaying() -> ReceiveMessage:
+        nonlocal done
+        if queue:
+            return queue.pop(0)
+        if not done and not isinstance(sink, list):
+            chunk = sink.read(_REPLAY_CHUNK)
+            more = len(chunk) == _REPLAY_CHUNK
+            if not more:
+                done = True
+            return {"type": "http.request", "body": chunk, "more_body": more}
+        done = True
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    if isinstance(sink, list):
+        done = True
+    return replaying
+
+
+def _header(scope: Scope, name: bytes) -> bytes:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value)
+    return b""
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    payload = {
+        "code": 3,
+        "message": f"request body: larger than this route's limit of {limit} bytes",
+        "details": [],
+    }
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -1,0 +1,1 @@
+"""Link previews (Memos' ``memos/-/linkMetadata``), fetched with a guarded client."""

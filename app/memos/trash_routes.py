@@ -1,0 +1,209 @@
+"""The trash endpoints: a user's trash, undelete, purge, and the retention setting.
+
+AIP-164 (soft delete) and AIP-165 (purge) shapes, in Memos' naming:
+
+- ``DELETE /api/v1/memos/{memo}`` (``MemoService_DeleteMemo``, unchanged for
+  clients) moves the memo to its creator's trash; it answers 404 afterwards.
+- ``GET /api/v1/users/{user}/trash`` (``MemoService_ListTrashedMemos``): the
+  caller's own trash, ``{memos: [TrashedMemo], nextPageToken}``.
+- ``POST /api/v1/memos/{memo}:undelete`` (``MemoService_UndeleteMemo``): puts
+  the group back, answers the Memo.
+- ``POST /api/v1/memos/{memo}:purge`` (``MemoService_PurgeMemo``) and ``POST
+  /api/v1/users/{user}/trash:purge`` (``MemoService_PurgeTrash``): delete for
+  good, ``{purgedCount}`` memos (comments included). A session or a sign-in
+  token only: no personal access token, restricted or not, can purge.
+- ``GET/PATCH /api/v1/instance/settings/TRASH`` (admin): ``{name,
+  retentionDays}``, default 30, 0 keeps trashed memos until purged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+import sqlalchemy as sa
+from litestar import Controller, Response, get, patch, post
+from litestar.background_tasks import BackgroundTask
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.api.paging import page_size as clamp_page_size
+from app.api.responses import errors
+from app.api.structs import In, Out
+from app.attachments import storage
+from app.db.schema import memo as memo_table
+from app.deps import management_plane, requires_session, requires_user
+from app.errors import PermissionDenied
+from app.instance.store import AccessSettings
+from app.memos.lookup import MemoName, memo_uid
+from app.memos.present import present_one
+from app.memos.schemas import Memo
+from app.memos.service import WriteContext
+from app.memos.trash import (
+    TRASH_SETTING,
+    ListTrashResponse,
+    TrashSettings,
+    list_trash,
+    load_trash_settings,
+    load_trashed,
+    purge_own,
+    remove_files,
+    save_trash_settings,
+    undelete,
+    valid_retention,
+)
+from app.settings import Settings
+
+UserName = Annotated[str, Parameter(description="users/{username} or username", max_length=80)]
+
+
+def _own(user: str, caller: Caller) -> None:
+    """The trash is the caller's own: another user's answers 403, whoever asks."""
+    if user.removeprefix("users/") != caller.username:
+        raise PermissionDenied("a trash can only be read or emptied by its owner")
+
+
+class PurgeResponse(Out):
+    purged_count: int
+
+
+class TrashSetting(Out):
+    name: str
+    retention_days: int
+
+
+class TrashSettingIn(In):
+    retention_days: int | msgspec.UnsetType = msgspec.UNSET
+
+
+def _setting_out(value: TrashSettings) -> TrashSetting:
+    return TrashSetting(
+        name=f"instance/settings/{TRASH_SETTING}", retention_days=value.retention_days
+    )
+
+
+class TrashController(Controller):
+    path = "/api/v1"
+    tags = ("MemoService",)
+
+    @get(
+        "/users/{user:str}/trash",
+        operation_id="MemoService_ListTrashedMemos",
+        guards=[requires_user],
+        responses=errors(),
+    )
+    async def list_trashed(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        user: UserName,
+        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+    ) -> ListTrashResponse:
+        """The caller's trash, most recently trashed first (each entry is a DELETE)."""
+        _own(user, caller)
+        return await list_trash(
+            db,
+            caller,
+            access.access_mode,
+            clamp_page_size(page_size),
+            page_token or None,
+            settings.secret,
+        )
+
+    @post(
+        "/memos/{memo:str}/:undelete",
+        operation_id="MemoService_UndeleteMemo",
+        guards=[requires_user],
+        status_code=200,
+        responses=errors(412),
+    )
+    async def undelete_memo(
+        self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoName
+    ) -> Memo:
+        """Restore a memo of the caller's trash, with the comments trashed with it."""
+        row = await load_trashed(db, memo_uid(memo), caller, access.access_mode)
+        await undelete(db, WriteContext(caller, access, now), row)
+        live = (await db.execute(sa.select(memo_table).where(memo_table.c.id == row.id))).one()
+        return await present_one(db, live, caller, access.access_mode)
+
+    @post(
+        "/memos/{memo:str}/:purge",
+        operation_id="MemoService_PurgeMemo",
+        guards=[requires_session],
+        status_code=200,
+        responses=errors(412),
+    )
+    async def purge_memo(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        memo: MemoName,
+    ) -> Response[PurgeResponse]:
+        """Delete one memo of the caller's trash for good (attachments' bytes included)."""
+        count, files = await purge_own(db, caller, access.access_mode, now, memo_uid(memo))
+        return self._purged(settings, count, files)
+
+    @post(
+        "/users/{user:str}/trash/:purge",
+        operation_id="MemoService_PurgeTrash",
+        guards=[requires_session],
+        status_code=200,
+        responses=errors(),
+    )
+    async def purge_trash(
+        self,
+        db: AsyncConnection,
+        caller: Caller,
+        access: AccessSettings,
+        settings: Settings,
+        now: int,
+        user: UserName,
+    ) -> Response[PurgeResponse]:
+        """Empty the caller's trash."""
+        _own(user, caller)
+        count, files = await purge_own(db, caller, access.access_mode, now, None)
+        return self._purged(settings, count, files)
+
+    @staticmethod
+    def _purged(settings: Settings, count: int, files: list[Any]) -> Response[PurgeResponse]:
+        # The bytes go after the response, i.e. after the transaction committed.
+        store = storage.store_from_settings(settings)
+        return Response(
+            PurgeResponse(purged_count=count),
+            background=BackgroundTask(remove_files, store, files) if files else None,
+        )
+
+    @get(
+        "/instance/settings/TRASH",
+        operation_id="InstanceService_GetTrashSetting",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
+    async def get_setting(self, db: AsyncConnection, caller: Caller) -> TrashSetting:
+        if not caller.is_admin:
+            raise PermissionDenied("only an admin can read instance settings")
+        return _setting_out(await load_trash_settings(db))
+
+    @patch(
+        "/instance/settings/TRASH",
+        operation_id="InstanceService_UpdateTrashSetting",
+        guards=[requires_user, management_plane],
+        responses=errors(),
+    )
+    async def update_setting(
+        self, db: AsyncConnection, caller: Caller, data: TrashSettingIn
+    ) -> TrashSetting:
+        if not caller.is_admin:
+            raise PermissionDenied("only an admin can change instance settings")
+        value = await load_trash_settings(db)
+        if isinstance(data.retention_days, int):
+            value = TrashSettings(retention_days=valid_retention(data.retention_days))
+        await save_trash_settings(db, value)
+        return _setting_out(value)

@@ -1,0 +1,298 @@
+"""Mixed load: N concurrent clients against a real ``daybook serve`` (issue 12).
+
+    .venv/bin/python -m bench.load --dialect sqlite --clients 80 --seconds 60
+
+Starts a server on a fresh migrated database of the dialect (embedded
+PostgreSQL for ``postgresql``), seeds a corpus through the API (users, memos
+with tags, via ``memos:batchCreate``), then runs ``--clients`` clients for
+``--seconds``, each picking an operation by weight: list, filtered list,
+get, create, update, comment, search. Prints requests/s, p50/p95/p99 per
+operation, the status counts and the server's RSS before and after. Exit
+status 1 when any request failed (a status other than 2xx/412, or a
+transport error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pathlib
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import httpx
+
+from bench.databases import fresh_database
+from bench.timing import percentile
+
+PASSWORD = "password-1"
+MIX = {
+    "list": 30,
+    "filtered_list": 15,
+    "get": 20,
+    "create": 12,
+    "update": 10,
+    "comment": 5,
+    "search": 8,
+}
+WRITES = ("create", "update", "comment")
+TAGS = [f"t{i}" for i in range(20)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    total = 0
+    for p in [pid, *_children(pid)]:
+        try:
+            for line in pathlib.Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    kids = [int(x) for x in out]
+    return kids + [g for k in kids for g in _children(k)]
+
+
+def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--data",
+            str(data),
+            "--database-url",
+            url,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit("serve exited")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("serve never became ready")
+        time.sleep(0.2)
+
+
+def _content(rng: random.Random, i: int) -> str:
+    words = " ".join(
+        rng.choice(
+            [
+                "alpha",
+                "beta",
+                "gamma",
+                "delta",
+                "note",
+                "plan",
+                "idea",
+                "meeting",
+                "draft",
+                "review",
+            ]
+        )
+        for _ in range(rng.randint(8, 40))
+    )
+    return f"memo {i} {words} #{rng.choice(TAGS)} #{rng.choice(TAGS)}"
+
+
+async def seed(base: str, users: int, memos: int) -> list[dict[str, Any]]:
+    rng = random.Random(1)
+    actors = []
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        admin_token = ""
+        for u in range(users):
+            headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
+            r = await http.post(
+                "/api/v1/users",
+                json={"username": f"user{u}", "password": PASSWORD},
+                headers=headers,
+            )
+            r.raise_for_status()
+            r = await http.post(
+                "/api/v1/auth/signin",
+                json={"passwordCredentials": {"username": f"user{u}", "password": PASSWORD}},
+            )
+            r.raise_for_status()
+            http.cookies.clear()  # bearer only: a session cookie would need CSRF tokens
+            token = r.json()["accessToken"]
+            admin_token = admin_token or token
+            actors.append({"token": token, "memos": []})
+        per = memos // users
+        for a, actor in enumerate(actors):
+            for start in range(0, per, 200):
+                body = {
+                    "memos": [
+                        {
+                            "content": _content(rng, a * per + i),
+                            "visibility": rng.choice(["PRIVATE", "PROTECTED", "PUBLIC"]),
+                        }
+                        for i in range(start, min(per, start + 200))
+                    ]
+                }
+                r = await http.post(
+                    "/api/v1/memos:batchCreate",
+                    json=body,
+                    headers={"Authorization": f"Bearer {actor['token']}"},
+                )
+                r.raise_for_status()
+                actor["memos"].extend(x["name"] for x in r.json()["results"])
+    return actors
+
+
+async def client(
+    base: str,
+    actor: dict[str, Any],
+    until: float,
+    rng: random.Random,
+    lat: dict[str, list[float]],
+    statuses: Counter[str],
+) -> None:
+    ops, weights = list(MIX), list(MIX.values())
+    headers = {"Authorization": f"Bearer {actor['token']}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
+        while time.monotonic() < until:
+            op = rng.choices(ops, weights)[0]
+            name = rng.choice(actor["memos"])
+            started = time.perf_counter()
+            try:
+                if op == "list":
+                    r = await http.get("/api/v1/memos", params={"pageSize": 20})
+                elif op == "filtered_list":
+                    r = await http.get(
+                        "/api/v1/memos",
+                        params={"pageSize": 20, "filter": f'tag in ["{rng.choice(TAGS)}"]'},
+                    )
+                elif op == "get":
+                    r = await http.get(f"/api/v1/{name}")
+                elif op == "create":
+                    r = await http.post(
+                        "/api/v1/memos", json={"content": _content(rng, rng.randint(0, 10**9))}
+                    )
+                    if r.status_code == 200:
+                        actor["memos"].append(r.json()["name"])
+                elif op == "update":
+                    r = await http.patch(
+                        f"/api/v1/{name}?updateMask=content",
+                        json={"content": _content(rng, rng.randint(0, 10**9))},
+                    )
+                elif op == "comment":
+                    r = await http.post(
+                        f"/api/v1/{name}/comments", json={"content": f"comment {rng.random()}"}
+                    )
+                else:
+                    r = await http.get(
+                        "/api/v1/memos:search",
+                        params={
+                            "query": rng.choice(["alpha plan", "meeting notes", "draft review"]),
+                            "pageSize": 10,
+                        },
+                    )
+                code = str(r.status_code)
+            except httpx.HTTPError as exc:
+                code = type(exc).__name__
+            lat[op].append(time.perf_counter() - started)
+            statuses[code] += 1
+
+
+async def run(args: argparse.Namespace) -> int:
+    work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
+    async with fresh_database(args.dialect, work) as db:
+        proc, base = start_server(db.url, work / "data")
+        try:
+            actors = await seed(base, args.users, args.memos)
+            await asyncio.sleep(1)
+            before = rss_mb(proc.pid)
+            lat: dict[str, list[float]] = defaultdict(list)
+            statuses: Counter[str] = Counter()
+            started = time.monotonic()
+            until = started + args.seconds
+            await asyncio.gather(
+                *(
+                    client(
+                        base, actors[i % len(actors)], until, random.Random(100 + i), lat, statuses
+                    )
+                    for i in range(args.clients)
+                )
+            )
+            elapsed = time.monotonic() - started
+            after = rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    total = sum(statuses.values())
+    load = os.getloadavg()
+    print(
+        f"dialect={args.dialect} clients={args.clients} seconds={args.seconds} "
+        f"corpus={args.memos} memos/{args.users} users  loadavg={load[0]:.1f}"
+    )
+    print(f"requests={total} throughput={total / elapsed:.1f} req/s")
+    print(f"{'op':<14}{'n':>7}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
+    writes: list[float] = []
+    for op in MIX:
+        values = sorted(lat[op])
+        if op in WRITES:
+            writes.extend(values)
+        if values:
+            print(
+                f"{op:<14}{len(values):>7}{percentile(values, 50) * 1000:>10.0f}"
+                f"{percentile(values, 95) * 1000:>10.0f}{percentile(values, 99) * 1000:>10.0f}"
+            )
+    writes.sort()
+    if writes:
+        print(
+            f"{'all writes':<14}{len(writes):>7}{percentile(writes, 50) * 1000:>10.0f}"
+            f"{percentile(writes, 95) * 1000:>10.0f}{percentile(writes, 99) * 1000:>10.0f}"
+        )
+    print("statuses:", dict(sorted(statuses.items())))
+    print(f"server RSS: {before:.0f} MB before, {after:.0f} MB after")
+    bad = sum(n for code, n in statuses.items() if not (code.startswith("2") or code == "412"))
+    return 1 if bad else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--clients", type=int, default=80)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--users", type=int, default=8)
+    parser.add_argument("--memos", type=int, default=4000)
+    sys.exit(asyncio.run(run(parser.parse_args())))
+
+
+if __name__ == "__main__":
+    main()
