@@ -44,7 +44,8 @@ import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import readable
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.writes import key_may_write
 from app.api.paging import decode_token, encode_token, fingerprint
@@ -247,7 +248,7 @@ def _own_roots(caller: Caller, mode: AccessMode) -> sa.ColumnElement[bool]:
     return sa.and_(
         r.creator_id == caller.user_id,
         r.id == r.root_id,
-        audience_predicate(caller, mode, RESTORED),
+        readable(caller, mode, RESTORED),
     )
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.admission import readable as readable_by
+from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.writes import may_unlink
 from app.db.schema import memo, memo_relation
@@ -51,7 +52,7 @@ async def _hidden_links_kept(
     readable = set(
         (
             await conn.execute(
-                sa.select(memo.c.id).where(memo.c.id.in_(linked), audience_predicate(caller, mode))
+                sa.select(memo.c.id).where(memo.c.id.in_(linked), readable_by(caller, mode))
             )
         ).scalars()
     )

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from litestar import Controller, get, post
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.audience import audience_predicate
+from app.access.admission import Admission, conditions
 from app.access.caller import Caller
 from app.api.bounds import Name
 from app.api.responses import errors
@@ -87,9 +87,7 @@ class UserBatchController(Controller):
         """
         _signed_in_if_private(caller, access, "stats")
         with_memos = sa.select(memo.c.creator_id).where(
-            memo.c.parent_id.is_(None),
-            memo.c.state == "NORMAL",
-            audience_predicate(caller, access.access_mode),
+            *conditions(Admission(caller, access.access_mode))
         )
         who: sa.ColumnElement[bool] = user_account.c.id.in_(with_memos)
         if caller is not None:

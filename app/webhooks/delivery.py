@@ -36,7 +36,8 @@ import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.access.audience import AccessMode, MemoFacts, audience_predicate
+from app.access.admission import readable
+from app.access.audience import AccessMode, MemoFacts
 from app.access.caller import Caller
 from app.db.schema import memo, webhook, webhook_delivery, webhook_event
 from app.db.transactions import read_transaction, write_transaction
@@ -185,9 +186,7 @@ async def _hidden_names(
     if not uids:
         return set()
     found = await conn.execute(
-        sa.select(memo.c.uid, audience_predicate(owner, mode).label("ok")).where(
-            memo.c.uid.in_(uids)
-        )
+        sa.select(memo.c.uid, readable(owner, mode).label("ok")).where(memo.c.uid.in_(uids))
     )
     return {f"memos/{u}" for u, ok in found.all() if not ok}
 
