@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.access.admission import readable
 from app.access.audience import AccessMode, MemoFacts
 from app.access.caller import Caller
+from app.access.vocab import MemoState
 from app.db.schema import memo, webhook, webhook_delivery, webhook_event
 from app.db.transactions import read_transaction, write_transaction
 from app.instance.store import AccessSettings, load_access
@@ -186,7 +187,10 @@ async def _hidden_names(
     if not uids:
         return set()
     found = await conn.execute(
-        sa.select(memo.c.uid, readable(owner, mode).label("ok")).where(memo.c.uid.in_(uids))
+        sa.select(memo.c.uid, readable(owner, mode).label("ok")).where(
+            memo.c.uid.in_(uids),
+            memo.c.state != MemoState.TRASHED,  # trashed: gone since
+        )
     )
     return {f"memos/{u}" for u, ok in found.all() if not ok}
 
@@ -199,7 +203,7 @@ async def _still_readable(
     Asked of the memo as the event recorded it (with the owner's grants and the
     creator's state as they are now) and, while the row exists, of the row as it
     is now: a memo made PRIVATE, moved or archived since is withheld. A memo
-    deleted since is judged by the recorded facts alone. Related memos and the
+    deleted (or trashed) since is judged by the recorded facts alone. Related memos and the
     parent named in the recorded memo are kept only while still readable.
     """
     snap = c.snapshot
@@ -213,7 +217,9 @@ async def _still_readable(
         if not await may_read(conn, owner, MemoFacts(creator_state=state, **recorded), mode):
             return False
         row = await memo_row(conn, memo_id) if now_too and memo_id is not None else None
-        return row is None or await may_read(conn, owner, facts_of(row), mode)
+        if row is None or row.state == MemoState.TRASHED:  # deleted since: the recorded facts
+            return True
+        return await may_read(conn, owner, facts_of(row), mode)
 
     if not await passes(snap["facts"], c.memo_id, c.activity != Activity.DELETED.value):
         return None
