@@ -21,6 +21,7 @@ export class ApiError extends Error {
     super(body?.message || `HTTP ${status}`);
     this.status = status;
     this.code = body?.code;
+    this.details = body?.details || [];
   }
   // The route itself is missing (an endpoint not built yet), not a resource.
   get unsupported() {
@@ -52,7 +53,7 @@ async function request(path, { method = "GET", body, query, headers = {}, quiet 
   }
   const init = { method, headers: { Accept: "application/json", ...headers }, credentials: "same-origin" };
   if (method !== "GET" && csrfToken) init.headers["X-CSRF-Token"] = csrfToken;
-  if (body instanceof FormData) init.body = body;
+  if (body instanceof FormData || body instanceof Blob) init.body = body;
   else if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

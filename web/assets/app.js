@@ -146,6 +146,11 @@ function render({ keepComposer = false } = {}) {
     document.title = `${t("users")} · ${t("appName")}`;
     return;
   }
+  if (route.name === "trash") {
+    import("./data.js").then((m) => { if (currentRoute().name === "trash") m.renderTrash(layout.main); });
+    document.title = `${t("trash")} · ${t("appName")}`;
+    return;
+  }
   if (route.name === "m") {
     composer = null;
     memoPage(layout.main, route.arg);

@@ -211,8 +211,15 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
           if (!(await confirmDialog(t("confirmDelete"), { confirmLabel: t("delete"), danger: true }))) return;
           try {
             await api(`/memos/${id}`, { method: "DELETE" });
-            toast(t("deleted"));
             onRemoved?.(memo);
+            // It went to the trash: Undo brings it back (POST :undelete).
+            toast(t("trashedToast"), "info", { label: t("undo"), run: async () => {
+              try {
+                const back = await api(`/memos/${id}:undelete`, { method: "POST", body: {} });
+                toast(t("undone"));
+                onRestored?.(await fetchRendered(back.name));
+              } catch { /* toasted */ }
+            } });
           } catch { /* toasted */ }
         }, "danger")));
   }

@@ -9,12 +9,19 @@ import { displayPath, pathPicker } from "./tree.js";
 export function renderSettings(container, { onSignedIn }) {
   clear(container,
     h("h1", { class: "page-title" }, t("settings")),
-    profileSection(), passwordSection(onSignedIn), tokensSection(),
+    profileSection(), passwordSection(onSignedIn), dataSection(), tokensSection(),
     state.me.role === "ADMIN" || state.me.role === "HOST" ? instanceSection() : null);
 }
 
 const card = (title, ...body) => h("section", { class: "panel", "aria-label": title }, h("h2", {}, title), ...body);
 const user = () => `/users/${encodeURIComponent(state.me.username)}`;
+
+// "Your data": export, import (validate first) and the trash; loaded on demand.
+function dataSection() {
+  const body = h("div", {}, t("loading"));
+  import("./data.js").then((m) => m.renderData(body));
+  return card(t("yourData"), body);
+}
 
 function profileSection() {
   const [nickRow, nick] = field(t("nickname"), h("input", { class: "input", value: state.me.nickname || "", maxlength: "64" }));

@@ -25,7 +25,7 @@ export function renderSidebar(container, route) {
     h("div", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
     searchForm,
     h("nav", { "aria-label": t("nav") }, h("ul", { class: "nav-list" },
-      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("settings", t("settings")),
+      link("home", t("home")), link("explore", t("explore")), link("archived", t("archived")), link("trash", t("trash")), link("settings", t("settings")),
       isAdmin() ? link("admin", t("users")) : null)),
     features.spaces ? section(t("spaces"), h("div", {},
       state.invitations.length ? h("a", { class: "nav-link invite-link", href: "#/" },
