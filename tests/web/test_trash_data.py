@@ -96,7 +96,9 @@ def _uid(server: Server, user: str, content: str) -> str:
     return next(m["name"] for m in memos["memos"] if m["content"] == content).split("/")[1]
 
 
-def test_export_then_import_into_another_account(new_page: Any, server: Server, tmp_path: Any) -> None:
+def test_export_then_import_into_another_account(
+    new_page: Any, server: Server, tmp_path: Any
+) -> None:
     ensure_admin(server)
     for user in ("ed", "ida"):
         if user not in server.tokens:
