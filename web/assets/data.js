@@ -4,8 +4,11 @@
 // trash (0024), users/{me}:exportMemos and :importMemos (validate first).
 import { ApiError, api, memoId } from "./api.js";
 import { clear, confirmDialog, field, h, relativeTime, toast } from "./dom.js";
-import { t } from "./i18n.js";
+import { addStrings, t } from "./i18n.js";
+import strings from "./i18n/en-data.js";
 import { state } from "./store.js";
+
+addStrings(strings);
 
 const me = () => `/users/${encodeURIComponent(state.me.username)}`;
 const label = (m) => (m.snippet || m.content || "").split("\n")[0].slice(0, 60) || memoId(m.name);

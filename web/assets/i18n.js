@@ -7,3 +7,6 @@ export function t(key, vars = {}) {
   const text = catalogue[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
 }
+
+// A lazily loaded screen adds its own strings (e.g. i18n/en-data.js) when it loads.
+export function addStrings(strings) { Object.assign(catalogue, strings); }
