@@ -80,18 +80,16 @@ async def semantic_arm(
 async def read_snapshot(conn: AsyncConnection) -> bool:
     """SQLite: make this connection's following reads one snapshot; whether it began one.
 
-    SQLite's Python driver only opens a transaction before a write, so each
-    SELECT is otherwise its own snapshot. A deferred ``BEGIN`` takes the WAL
-    snapshot at the next read and keeps it until the request's transaction
-    ends (commit or rollback). On PostgreSQL a no-op: its arms are single
+    Inside a request the read transaction is already open (``app.db.
+    transactions``) and its snapshot stands. On a bare connection (the warm-up)
+    the first statement opens a deferred ``BEGIN`` through the engine's
+    ``begin`` event, which takes the WAL snapshot at the next read and keeps it
+    until the transaction ends. On PostgreSQL a no-op: its arms are single
     statements.
     """
-    if conn.dialect.name != "sqlite":
+    if conn.dialect.name != "sqlite" or conn.in_transaction():
         return False
-    raw = await conn.get_raw_connection()
-    if getattr(raw.driver_connection, "in_transaction", True):
-        return False  # already in a transaction: its snapshot stands
-    await conn.exec_driver_sql("BEGIN")
+    await conn.execute(sa.text("SELECT 1"))  # autobegin: the engine emits BEGIN
     return True
 
 

@@ -55,9 +55,11 @@ async def test_diff_between_any_two_versions(alice: Actor) -> None:
 
 async def test_revert_is_a_new_version_and_obeys_the_write_rule(alice: Actor, bob: Actor) -> None:
     m = await _three_versions(alice)
-    # bob can read the PROTECTED memo (so its history) but not write it.
-    assert (await bob.get(f"/api/v1/{m['name']}/history:diff?from=1")).status_code == 200
-    r = await bob.post(f"/api/v1/{m['name']}:revert", json={"version": 1})
+    # bob can read the PROTECTED memo (so its versions written while PROTECTED)
+    # but not write it; v1 was written while PRIVATE: the author's only (0021).
+    assert (await bob.get(f"/api/v1/{m['name']}/history:diff?from=3")).status_code == 200
+    assert (await bob.get(f"/api/v1/{m['name']}/history:diff?from=1")).status_code == 404
+    r = await bob.post(f"/api/v1/{m['name']}:revert", json={"version": 3})
     assert r.status_code == 403, r.text
     key = await restricted_key(alice, scope="READ", personal="AUDIENCE")
     r = await alice.client.post(f"/api/v1/{m['name']}:revert", headers=key, json={"version": 1})
