@@ -490,13 +490,3 @@ async def update_memo(
         await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
     await emit(conn, ctx, row.id, Activity.UPDATED)
-
-
-async def delete_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
-    scope = await _scope_of(conn, ctx.caller, row.space_id)
-    require_write(ctx.caller, row.creator_id, memo_spot(row), None, scope, row.uid)
-    prior = {k: getattr(row, k) for k in TRACKED}
-    await _event(conn, ctx, row.id, "DELETE", row.version + 1, prior)
-    await emit(conn, ctx, row.id, Activity.DELETED)
-    # Comments go with their parent; tags, relations, reactions cascade.
-    await conn.execute(memo.delete().where(sa.or_(memo.c.id == row.id, memo.c.parent_id == row.id)))
