@@ -139,6 +139,19 @@ def test_timeline_share_asks_before_sharing_private(new_page: Any, server: Serve
     assert server.api("alice", "GET", f"/{memo['name']}/shares")["memoShares"] == []
 
 
+def _patch_of(field: str) -> Any:
+    """A predicate for the PATCH that changes one field of a user."""
+
+    def matches(response: Any) -> bool:
+        return bool(
+            response.request.method == "PATCH"
+            and "/api/v1/users/" in response.url
+            and f"updateMask={field}" in response.url
+        )
+
+    return matches
+
+
 def test_admin_screen(new_page: Any, server: Server) -> None:
     """List, create, change role, archive; the registration switch."""
     ensure_admin(server)
@@ -155,11 +168,15 @@ def test_admin_screen(new_page: Any, server: Server) -> None:
     expect(page.locator(".user-row", has_text="dave")).to_be_visible()
     server.sign_in("dave")
 
-    page.get_by_label("Role of dave").select_option("ADMIN")
-    expect(page.get_by_label("Role of dave")).to_have_value("ADMIN")
+    # The select shows its new value before the PATCH lands: wait for the response itself.
+    with page.expect_response(_patch_of("role")) as changed:
+        page.get_by_label("Role of dave").select_option("ADMIN")
+    assert changed.value.ok, changed.value.status
     assert server.api("alice", "GET", "/users/dave")["role"] == "ADMIN"
-    page.get_by_label("Role of dave").select_option("USER")
-    expect(page.get_by_label("Role of dave")).to_have_value("USER")
+    with page.expect_response(_patch_of("role")) as changed:
+        page.get_by_label("Role of dave").select_option("USER")
+    assert changed.value.ok, changed.value.status
+    assert server.api("alice", "GET", "/users/dave")["role"] == "USER"
 
     page.get_by_role("button", name="Archive dave").click()
     page.get_by_role("dialog").get_by_role("button", name="Archive").click()
