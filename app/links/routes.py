@@ -21,11 +21,13 @@ from app.api.responses import errors
 from app.api.structs import In, Out
 from app.deps import requires_user
 from app.errors import DaybookError, InvalidArgument
-from app.links import guarded
 from app.links.metadata import decode, parse
+from app.net import guarded
 from app.settings import Settings
 
 MAX_BATCH = 10  # Memos' maxBatchGetLinkMetadata
+MAX_REDIRECTS = 3
+HEADERS = {"User-Agent": "Daybook link preview", "Accept": "text/html"}
 
 
 class BadGateway(DaybookError):
@@ -53,21 +55,31 @@ class BatchGetLinkMetadataResponse(Out):
     link_metadata: list[LinkMetadata]
 
 
+def limits(settings: Settings) -> guarded.Limits:
+    """A preview reads the head of one page, following a few redirects (each checked)."""
+    return guarded.Limits(
+        deadline=settings.link_preview_timeout,
+        max_bytes=settings.link_preview_max_bytes,
+        max_redirects=MAX_REDIRECTS,
+    )
+
+
 async def fetch_metadata(url: str, settings: Settings) -> LinkMetadata:
-    policy = guarded.Policy.parse(settings.link_preview_allow_private)
+    policy = guarded.Policy.parse(
+        settings.link_preview_allow_private, setting="DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE"
+    )
     try:
-        page = await guarded.get(
-            url,
-            policy=policy,
-            deadline=settings.link_preview_timeout,
-            max_bytes=settings.link_preview_max_bytes,
+        page = await guarded.request(
+            "GET", url, policy=policy, limits=limits(settings), headers=HEADERS
         )
-    except guarded.Refused as exc:
+    except (guarded.Refused, guarded.Unresolvable) as exc:
         raise InvalidArgument(f"url: {exc}") from None
     except TimeoutError:
         raise GatewayTimeout("url: the page did not answer in time") from None
     except (httpx.HTTPError, OSError):
         raise BadGateway("url: the page could not be fetched") from None
+    if page.status_code != 200:
+        raise InvalidArgument(f"url: the page answered HTTP {page.status_code}")
     kind = page.content_type.split(";", 1)[0].strip().lower()
     if kind not in ("text/html", "application/xhtml+xml", ""):
         raise InvalidArgument(f"url: the page is {kind}, not HTML")

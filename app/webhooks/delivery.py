@@ -43,8 +43,9 @@ from app.access.vocab import MemoState
 from app.db.schema import memo, webhook, webhook_delivery, webhook_event
 from app.db.transactions import read_transaction, write_transaction
 from app.instance.store import AccessSettings, load_access
+from app.net import guarded
 from app.settings import Settings
-from app.webhooks import payload, safe_http
+from app.webhooks import payload
 from app.webhooks.audience import creator_state, facts_of, may_read, memo_row, owner_caller
 from app.webhooks.outbox import Activity, now_ms
 from app.webhooks.signing import sign
@@ -54,11 +55,12 @@ log = structlog.get_logger("daybook.webhooks")
 FINAL = ("DELIVERED", "FAILED", "WITHHELD")
 RETENTION_MS = 7 * 24 * 3600 * 1000  # finished events and their log are kept a week
 MAX_ERROR = 500
+MAX_REPLY = 64 * 1024  # bytes of a receiver's answer read (Memos reads its JSON code)
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    destinations: safe_http.DestinationPolicy
+    destinations: guarded.Policy
     timeout: float = 10.0
     retry_base: float = 5.0
     retry_cap: float = 3600.0
@@ -68,6 +70,13 @@ class Policy:
     jitter: float = 0.1
 
     @property
+    def limits(self) -> guarded.Limits:
+        """One POST, its answer's head read; a redirect is an answer (a failure), not followed."""
+        return guarded.Limits(
+            deadline=self.timeout, max_bytes=MAX_REPLY, max_redirects=0, max_connections=16
+        )
+
+    @property
     def lease_ms(self) -> int:
         """Longer than an attempt can take (its deadline), with room for the bookkeeping."""
         return int((self.timeout * 2 + 1) * 1000)
@@ -75,7 +84,9 @@ class Policy:
     @classmethod
     def from_settings(cls, settings: Settings) -> Policy:
         return cls(
-            destinations=safe_http.DestinationPolicy.parse(settings.webhook_allow_private),
+            destinations=guarded.Policy.parse(
+                settings.webhook_allow_private, setting="DAYBOOK_WEBHOOK_ALLOW_PRIVATE"
+            ),
             timeout=settings.webhook_timeout,
             retry_base=settings.webhook_retry_base,
             retry_cap=settings.webhook_retry_cap,
@@ -279,7 +290,7 @@ class Outcome:
     duration_ms: int = 0
 
 
-def judge(reply: safe_http.Reply) -> Outcome:
+def judge(reply: guarded.Reply) -> Outcome:
     """2xx is success, unless the body is Memos' ``{"code": N}`` with N != 0."""
     if not 200 <= reply.status_code < 300:
         error = f"HTTP {reply.status_code}"
@@ -306,14 +317,15 @@ async def send(prepared: Prepared, c: Claim, policy: Policy) -> Outcome:
     }
     started = time.monotonic()
     try:
-        reply = await safe_http.post(
+        reply = await guarded.request(
+            "POST",
             prepared.url,
-            prepared.body,
-            headers,
+            content=prepared.body,
+            headers=headers,
             policy=policy.destinations,
-            deadline=policy.timeout,
+            limits=policy.limits,
         )
-    except safe_http.RefusedDestination as exc:
+    except guarded.Refused as exc:
         return Outcome("REFUSED", None, str(exc))
     except (httpx.HTTPError, OSError, TimeoutError, ValueError) as exc:
         elapsed = int((time.monotonic() - started) * 1000)

@@ -27,8 +27,8 @@ from app.api.structs import In, Out, resource_id, rfc3339
 from app.db.schema import webhook, webhook_delivery, webhook_event
 from app.deps import management_plane, requires_user
 from app.errors import InvalidArgument, NotFound, PermissionDenied
+from app.net import guarded
 from app.settings import Settings
-from app.webhooks import safe_http
 from app.webhooks.signing import generate_secret, validate_secret
 
 UserName = Annotated[str, Parameter(max_length=80)]
@@ -117,14 +117,16 @@ async def checked_url(raw: str, settings: Settings) -> str:
     if not url:
         raise InvalidArgument("url: the webhook URL is required")
     try:
-        parsed = safe_http.check_url(url)
-    except ValueError as exc:
+        parsed = guarded.check_url(url)
+    except guarded.BadUrl as exc:
         raise InvalidArgument(f"url: {exc}") from None
-    policy = safe_http.DestinationPolicy.parse(settings.webhook_allow_private)
+    policy = guarded.Policy.parse(
+        settings.webhook_allow_private, setting="DAYBOOK_WEBHOOK_ALLOW_PRIVATE"
+    )
     try:
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        await safe_http.checked_addresses(parsed.host, port, policy)
-    except safe_http.RefusedDestination as exc:
+        await guarded.checked(parsed.host, port, policy)
+    except guarded.Refused as exc:
         raise InvalidArgument(
             f"url: must not reach a private or loopback address ({exc})"
         ) from None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 
-from app.links import guarded
+from app.net import guarded
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Actor, sign_up

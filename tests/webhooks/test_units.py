@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from app.webhooks import safe_http
+from app.net import guarded
 from app.webhooks.delivery import Policy, backoff_ms, judge
 from app.webhooks.signing import generate_secret, sign, signing_key, validate_secret
 from tests.webhooks.conftest import HANG, Receiver
 
-OPEN = safe_http.DestinationPolicy()
-LOOPBACK = safe_http.DestinationPolicy.parse("127.0.0.1")
+OPEN = guarded.Policy()
+
+
+async def post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    policy: guarded.Policy,
+    deadline: float,
+    max_body: int = 64 * 1024,
+    resolver: guarded.Resolver = guarded.system_resolver,
+) -> guarded.Reply:
+    """A webhook's exchange: what delivery sends, with delivery's limits."""
+    limits = dataclasses.replace(Policy(policy, timeout=deadline).limits, max_bytes=max_body)
+    return await guarded.request(
+        "POST", url, content=body, headers=headers, policy=policy, limits=limits, resolver=resolver
+    )
+
+
+LOOPBACK = guarded.Policy.parse("127.0.0.1")
 
 
 def test_signature_matches_the_spec_test_vector() -> None:
@@ -82,24 +102,24 @@ def test_backoff_doubles_up_to_the_cap() -> None:
     ],
 )
 async def test_private_addresses_are_refused(address: str) -> None:
-    with pytest.raises(safe_http.RefusedDestination):
-        await safe_http.checked_addresses(address, 80, OPEN)
+    with pytest.raises(guarded.Refused):
+        await guarded.checked(address, 80, OPEN)
 
 
 async def test_public_addresses_and_the_allowlist() -> None:
-    assert await safe_http.checked_addresses("93.184.216.34", 80, OPEN) == ["93.184.216.34"]
-    assert await safe_http.checked_addresses("127.0.0.1", 80, LOOPBACK) == ["127.0.0.1"]
-    with pytest.raises(safe_http.RefusedDestination):
-        await safe_http.checked_addresses("127.0.0.2", 80, LOOPBACK)
-    cidr = safe_http.DestinationPolicy.parse("10.0.0.0/8, hooks.internal")
-    assert await safe_http.checked_addresses("10.2.3.4", 80, cidr) == ["10.2.3.4"]
+    assert await guarded.checked("93.184.216.34", 80, OPEN) == ["93.184.216.34"]
+    assert await guarded.checked("127.0.0.1", 80, LOOPBACK) == ["127.0.0.1"]
+    with pytest.raises(guarded.Refused):
+        await guarded.checked("127.0.0.2", 80, LOOPBACK)
+    cidr = guarded.Policy.parse("10.0.0.0/8, hooks.internal")
+    assert await guarded.checked("10.2.3.4", 80, cidr) == ["10.2.3.4"]
 
     async def internal(host: str, port: int) -> list[str]:
         return ["192.168.7.7"]
 
-    assert await safe_http.checked_addresses("hooks.internal", 80, cidr, internal)
+    assert await guarded.checked("hooks.internal", 80, cidr, internal)
     with pytest.raises(ValueError, match="not an IP"):
-        safe_http.DestinationPolicy.parse("http://x/")
+        guarded.Policy.parse("http://x/")
 
 
 async def test_a_name_rebound_to_loopback_is_refused_at_connect(receiver: Receiver) -> None:
@@ -110,8 +130,8 @@ async def test_a_name_rebound_to_loopback_is_refused_at_connect(receiver: Receiv
     async def rebinding(host: str, port: int) -> list[str]:
         return ["127.0.0.1"]
 
-    with pytest.raises(safe_http.RefusedDestination):
-        await safe_http.post(
+    with pytest.raises(guarded.Refused):
+        await post(
             f"http://hooks.example.com:{port}/hook",
             b"{}",
             {},
@@ -124,13 +144,11 @@ async def test_a_name_rebound_to_loopback_is_refused_at_connect(receiver: Receiv
     async def mixed(host: str, port: int) -> list[str]:
         return ["93.184.216.34", "10.0.0.1"]
 
-    with pytest.raises(safe_http.RefusedDestination):
-        await safe_http.post(
-            "http://hooks.example.com/", b"{}", {}, policy=OPEN, deadline=2, resolver=mixed
-        )
+    with pytest.raises(guarded.Refused):
+        await post("http://hooks.example.com/", b"{}", {}, policy=OPEN, deadline=2, resolver=mixed)
     assert receiver.received == []
     # Allowed, the name reaches the address the resolver gave (and nothing else).
-    reply = await safe_http.post(
+    reply = await post(
         f"http://hooks.example.com:{port}/hook",
         b"{}",
         {},
@@ -148,7 +166,7 @@ async def test_redirects_are_not_followed(receiver: Receiver) -> None:
     server = serve(other)
     try:
         receiver.replies = [(302, other.url.encode())]
-        reply = await safe_http.post(receiver.url, b"{}", {}, policy=LOOPBACK, deadline=2)
+        reply = await post(receiver.url, b"{}", {}, policy=LOOPBACK, deadline=2)
         assert reply.status_code == 302
         assert judge(reply).outcome == "FAILED"
         assert other.received == []
@@ -159,21 +177,19 @@ async def test_redirects_are_not_followed(receiver: Receiver) -> None:
 
 async def test_response_size_and_time_are_bounded(receiver: Receiver) -> None:
     receiver.replies = [(200, b"x" * (4 * 1024 * 1024))]
-    reply = await safe_http.post(
-        receiver.url, b"{}", {}, policy=LOOPBACK, deadline=5, max_body=64 * 1024
-    )
+    reply = await post(receiver.url, b"{}", {}, policy=LOOPBACK, deadline=5, max_body=64 * 1024)
     assert reply.status_code == 200 and len(reply.body) == 64 * 1024
     receiver.replies = [HANG]
     started = time.monotonic()
     with pytest.raises((TimeoutError, httpx.TimeoutException)):
-        await safe_http.post(receiver.url, b"{}", {}, policy=LOOPBACK, deadline=0.5)
+        await post(receiver.url, b"{}", {}, policy=LOOPBACK, deadline=0.5)
     assert time.monotonic() - started < 2
 
 
 def test_memos_error_codes_in_a_2xx_body_are_failures() -> None:
-    ok = safe_http.Reply(200, b'{"code":0}', 1)
+    ok = guarded.Reply(200, b'{"code":0}', 1)
     assert judge(ok).outcome == "DELIVERED"
-    assert judge(safe_http.Reply(204, b"", 1)).outcome == "DELIVERED"
-    bad = judge(safe_http.Reply(200, b'{"code":3,"message":"nope"}', 1))
+    assert judge(guarded.Reply(204, b"", 1)).outcome == "DELIVERED"
+    bad = judge(guarded.Reply(200, b'{"code":3,"message":"nope"}', 1))
     assert bad.outcome == "FAILED" and bad.error == "code 3: nope"
-    assert judge(safe_http.Reply(500, b"", 1)).outcome == "FAILED"
+    assert judge(guarded.Reply(500, b"", 1)).outcome == "FAILED"

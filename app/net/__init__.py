@@ -1,0 +1,1 @@
+"""Network access at the edges of the app (outbound HTTP)."""
