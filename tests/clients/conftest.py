@@ -49,6 +49,11 @@ class Account:
         assert r.status_code == 200, (path, r.status_code, r.text)
         return r.json()
 
+    def raw(self, path: str) -> bytes:
+        r = httpx.get(f"{self.base}{path}", headers=self.session, timeout=30)
+        assert r.status_code == 200, (path, r.status_code, r.text)
+        return r.content
+
     def post(self, path: str, body: Any) -> Any:
         r = httpx.post(f"{self.base}{path}", json=body, headers=self.session, timeout=30)
         assert r.status_code == 200, (path, r.status_code, r.text)
