@@ -121,6 +121,9 @@ class MemoIn(In):
     content: Content | msgspec.UnsetType = msgspec.UNSET
     visibility: Enum | msgspec.UnsetType = msgspec.UNSET
     state: Enum | msgspec.UnsetType = msgspec.UNSET
+    # Memos before 0.24 called the state ``rowStatus`` (same values); clients written
+    # then still send it, e.g. memos-mcp-enhanced 0.2.2's batch archive.
+    row_status: Enum | msgspec.UnsetType = msgspec.UNSET
     pinned: bool | msgspec.UnsetType = msgspec.UNSET
     create_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
     update_time: Timestamp | msgspec.UnsetType = msgspec.UNSET
@@ -145,7 +148,9 @@ class MemoIn(In):
         # space is named, as an omitted visibility is), STATE_UNSPECIFIED NORMAL.
         if self.visibility in ("VISIBILITY_UNSPECIFIED", ""):
             self.visibility = "SPACE" if isinstance(self.space, str) and self.space else "PRIVATE"
-        if self.state in ("STATE_UNSPECIFIED", ""):
+        if isinstance(self.state, msgspec.UnsetType) and isinstance(self.row_status, str):
+            self.state = self.row_status
+        if self.state in ("STATE_UNSPECIFIED", "ROW_STATUS_UNSPECIFIED", ""):
             self.state = "NORMAL"
 
 

@@ -48,6 +48,7 @@ UPDATE_PATHS = {
     "visibility": "visibility",
     "pinned": "pinned",
     "state": "state",
+    "rowstatus": "state",  # Memos before 0.24 (MemoIn.row_status)
     "create_time": "create_time",
     "createtime": "create_time",
     "update_time": "update_time",

@@ -9,7 +9,8 @@ successful tool result, so every call below checks ``success``.
 Covered: create with tags and pin, upload an attachment (base64 JSON) and bind
 it with ``updateMask=attachments``, list its attachments, by-tag and keyword
 search with CEL (``'x' in tags``, ``content.contains``, ``pinned == true``),
-update with a mask (content by tags, visibility, ``display_time``), archive,
+update with a mask (content by tags, visibility, ``display_time``), archive
+(one memo, and a batch by tag, which writes the pre-0.24 ``rowStatus``),
 todos (create, list by tag and pin, complete one box, then all), the
 current user (``/auth/me``), delete.
 """
@@ -106,10 +107,19 @@ async def test_memo_flows_through_memos_mcp_enhanced(
         done = alice.get(f"/api/v1/{todo['id']}")
         assert done["property"]["hasIncompleteTasks"] is False and done["state"] == "NORMAL"
 
-        await ok(mcp, "archive_memo", memo_id=memo)
+        # Its batch archive writes Memos < 0.24's rowStatus (mask and body): Daybook
+        # reads it as state (it was a 400 "unknown path"; Memos 0.31 ignores it).
+        preview = await ok(mcp, "batch_operation", operation="archive", filter_tags=["v2"])
+        assert preview["count"] == 1
+        batch = await ok(
+            mcp, "batch_operation", operation="archive", filter_tags=["v2"], confirm=True
+        )
+        assert (batch["success_count"], batch["errors"]) == (1, None)
         archived = await ok(mcp, "search_memos", state="ARCHIVED")
         assert [m["id"] for m in archived["memos"]] == [memo]
 
+        await ok(mcp, "archive_memo", memo_id=plain["id"])
+        assert alice.get(f"/api/v1/{plain['id']}")["state"] == "ARCHIVED"
         await ok(mcp, "delete_memo", memo_id=plain["id"])
         remaining = await ok(mcp, "list_memos")
         assert [m["id"] for m in remaining] == [todo["id"]]  # one archived, one in the trash

@@ -110,6 +110,27 @@ async def test_enum_zero_values_and_library_wording(alice: Actor) -> None:
     assert "`" not in r.json()["message"] and "content" in r.json()["message"]
 
 
+async def test_row_status_is_the_pre_024_name_of_state(alice: Actor) -> None:
+    """memos-mcp-enhanced 0.2.2 archives with updateMask=rowStatus and a rowStatus body
+    (Memos < 0.24); that was a 400 "unknown path" here (tests/clients)."""
+    made = (await alice.post("/api/v1/memos", json={"content": "old client"})).json()
+    for mask, body, state in (
+        ("rowStatus", {"rowStatus": "ARCHIVED"}, "ARCHIVED"),
+        ("row_status", {"rowStatus": "NORMAL"}, "NORMAL"),
+        (None, {"rowStatus": "ARCHIVED"}, "ARCHIVED"),  # mask inferred from the body
+    ):
+        params = {"updateMask": mask} if mask else {}
+        r = await alice.patch(f"/api/v1/{made['name']}", params=params, json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["state"] == state
+    r = await alice.patch(
+        f"/api/v1/{made['name']}",
+        params={"updateMask": "state"},
+        json={"state": "NORMAL", "rowStatus": "ARCHIVED"},  # state wins when both are sent
+    )
+    assert r.json()["state"] == "NORMAL"
+
+
 async def test_users_display_name_with_nickname_alias(client: Any, alice: Actor) -> None:
     r = await alice.post(
         "/api/v1/users", json={"username": "carol", "password": "password-3", "displayName": "C"}
