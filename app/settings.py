@@ -165,4 +165,10 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:
         values["data_dir"] = Path(values["data_dir"])
-    return Settings(**values)
+    settings = Settings(**values)
+    # The SSRF allowlists fail at start-up, naming their variable, not at the first fetch.
+    from app.net.guarded import Policy
+
+    Policy.parse(settings.link_preview_allow_private, setting="DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE")
+    Policy.parse(settings.webhook_allow_private, setting="DAYBOOK_WEBHOOK_ALLOW_PRIVATE")
+    return settings

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from app.net import guarded
-from app.settings import Settings
+from app.settings import Settings, load_settings
 from app.webhooks.delivery import Policy as WebhookPolicy
 
 PREVIEW = guarded.Limits(deadline=2.0, max_bytes=1024, max_redirects=3)
@@ -146,3 +146,6 @@ def test_allowlists_name_their_setting_on_a_bad_entry() -> None:
     settings = Settings(webhook_allow_private="10.0.0.0/8, hooks.internal")
     policy = WebhookPolicy.from_settings(settings).destinations
     assert policy.hostnames == frozenset({"hooks.internal"}) and len(policy.networks) == 1
+    with pytest.raises(ValueError, match="DAYBOOK_WEBHOOK_ALLOW_PRIVATE: 'hooks internal'"):
+        load_settings({"DAYBOOK_WEBHOOK_ALLOW_PRIVATE": "10.0.0.0/8, hooks internal"})
+    assert load_settings({"DAYBOOK_LINK_PREVIEW_ALLOW_PRIVATE": "localhost, 10.0.0.0/8"})
