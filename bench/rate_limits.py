@@ -7,7 +7,9 @@ caller at a time (the added latency of a request), for:
 
 - ``read, exact``: the ``user`` budget with leases of 1 (one UPSERT per request);
 - ``read, lease 10``: the default (one UPSERT per ten reads);
-- ``write``: ``user`` (leased) plus ``write`` (exact, one UPSERT per request).
+- ``write``: ``user`` (leased) plus ``write`` (exact, one UPSERT per request);
+- a baseline in the same run: one ``SELECT 1`` round trip on a pooled connection
+  (what any database call costs on the machine at that moment).
 
 Every call is a new request of the same user in one window (the quota is
 raised so none is refused). Results go to ``bench/results/rate_limits-<dialect>.json``.
@@ -18,8 +20,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import pathlib
 import tempfile
+
+import sqlalchemy as sa
 
 from app.db.engine import create_engine
 from app.limits.policy import Charge, parse_overrides
@@ -34,12 +39,23 @@ async def run(dialect: str, requests: int) -> dict[str, object]:
     policies = parse_overrides("user=100000000/3600,write=100000000/3600")
     read = (Charge(policies["user"], 1),)
     write = (Charge(policies["user"], 1), Charge(policies["write"], 1))
-    out: dict[str, object] = {"dialect": dialect, "requests": requests}
+    out: dict[str, object] = {
+        "dialect": dialect,
+        "requests": requests,
+        "load_average": os.getloadavg()[0],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-limits-") as tmp:
         async with fresh_database(dialect, pathlib.Path(tmp)) as db:
             out["server_version"] = db.server_version
             engine = create_engine(db.url)
             try:
+
+                async def baseline() -> object:
+                    async with engine.connect() as conn:
+                        return (await conn.execute(sa.text("SELECT 1"))).scalar_one()
+
+                stats = await measure(baseline, label=f"{dialect} SELECT 1", requests=requests)
+                out["baseline: SELECT 1"] = stats.as_dict()
                 for label, lease, charges, user in (
                     ("read, exact", 1, read, 1),
                     ("read, lease 10", 10, read, 2),
@@ -73,11 +89,11 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"rate_limits-{args.dialect}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    for label in ("read, exact", "read, lease 10", "write"):
+    for label in ("baseline: SELECT 1", "read, exact", "read, lease 10", "write"):
         stats = result[label]
         assert isinstance(stats, dict)
         print(
-            f"{args.dialect:10} {label:15} p50 {stats['p50_ms']:.3f} ms"
+            f"{args.dialect:10} {label:18} p50 {stats['p50_ms']:.3f} ms"
             f"  p95 {stats['p95_ms']:.3f} ms  mean {stats['mean_ms']:.3f} ms"
         )
 

@@ -247,3 +247,22 @@ async def test_sign_in_budgets_per_username_and_per_client(settings: Settings) -
         assert codes == [401] * 19 + [429]
         r = await attempt(a, "203.0.113.5", "u99", "x")
         assert r.headers["ratelimit-policy"] == '"signin-client";q=30;w=900'
+
+
+async def test_concurrent_writes_on_two_instances_admit_exactly_the_quota(
+    settings: Settings,
+) -> None:
+    import asyncio
+
+    async with two_apps(limited(settings, "write=10/60")) as (a, b):
+        alice = await sign_up(a, "alice")
+        on_a, on_b = alice, as_actor(b, alice)
+        results = await asyncio.gather(
+            *(
+                (on_a, on_b)[i % 2].post("/api/v1/memos", json={"content": f"c{i}"})
+                for i in range(24)
+            )
+        )
+        codes = sorted(r.status_code for r in results)
+        assert codes.count(200) == 10 and codes.count(429) == 14, codes
+        assert len((await on_a.get("/api/v1/memos?pageSize=50")).json()["memos"]) == 10
