@@ -139,13 +139,21 @@ class Limiter:
             )
 
     async def _take(self, charge: Charge, key: str, start: int, now: int) -> Outcome:
+        """Spend ``charge`` from this process's lease, else from the shared row.
+
+        Concurrent requests of one process may both reach the database; what
+        each leases is added to the one entry (never overwritten), so no
+        leased hit is lost by a race.
+        """
         policy, cost = charge.policy, charge.cost
         reset = start + policy.window - now
-        held = self._leases.get((key, start))
-        have = held.left if held is not None and policy.leased else 0
-        if have >= cost and held is not None:
+        held = self._leases.get((key, start)) if policy.leased else None
+        if held is not None and held.left >= cost:
             held.left -= cost
             return Outcome(policy, True, policy.quota - held.hits + held.left, reset)
+        have = 0
+        if held is not None:  # too little left: take it, lease the rest
+            have, held.left = held.left, 0
         need = cost - have
         want = max(need, self.lease) if policy.leased else need
         hits = await self._bump(key, start, want)
@@ -155,13 +163,20 @@ class Limiter:
             granted = want - over
             if granted < need:  # does not fit: give everything back
                 await self._give_back(key, start, want)
+                if held is not None:
+                    held.left += have
                 return Outcome(policy, False, max(0, policy.quota - (hits - want)) + have, reset)
             await self._give_back(key, start, over)
             hits = policy.quota
-        left = have + granted - cost
-        if policy.leased:
-            self._leases[(key, start)] = _Lease(hits, left, start + policy.window)
-        return Outcome(policy, True, policy.quota - hits + left, reset)
+        spare = granted - need
+        if not policy.leased:
+            return Outcome(policy, True, policy.quota - hits, reset)
+        current = self._leases.get((key, start))
+        if current is None:
+            current = self._leases[(key, start)] = _Lease(hits, 0, start + policy.window)
+        current.left += spare
+        current.hits = max(current.hits, hits)
+        return Outcome(policy, True, policy.quota - current.hits + current.left, reset)
 
     async def _undo(self, taken: _Taken) -> None:
         if taken.leased:
