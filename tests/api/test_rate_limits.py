@@ -143,6 +143,21 @@ async def test_429_with_exact_headers_in_memos_error_shape(settings: Settings) -
         assert refused.headers["ratelimit"] == '"anonymous";r=0;t=45'
         assert refused.headers["ratelimit-policy"] == '"anonymous";q=3;w=60'
         assert (await c.get("/healthz")).status_code == 200  # probes are never limited
+        # No trusted proxy: a forged X-Forwarded-For is not a new client.
+        forged = await c.get(PROFILE, headers={"X-Forwarded-For": "192.0.2.77"})
+        assert forged.status_code == 429
+
+
+async def test_clients_behind_a_trusted_proxy_have_their_own_budgets(settings: Settings) -> None:
+    proxied = limited(settings, "anonymous=1/60", trusted_proxies="testclient")
+    async with AsyncTestClient(app=create_app(proxied)) as c:
+        one, two = ({"X-Forwarded-For": a} for a in ("192.0.2.1", "2001:db8:1:2::1"))
+        assert (await c.get(PROFILE, headers=one)).status_code == 200
+        assert (await c.get(PROFILE, headers=one)).status_code == 429
+        assert (await c.get(PROFILE, headers=two)).status_code == 200
+        # IPv6 per /64: another interface id is the same client.
+        other = {"X-Forwarded-For": "2001:db8:1:2::2"}
+        assert (await c.get(PROFILE, headers=other)).status_code == 429
 
 
 async def test_limits_off_by_default_send_no_fields(client: AsyncTestClient[Any]) -> None:
