@@ -101,7 +101,8 @@ class Limiter:
         self.engine = engine
         self.lease = max(1, lease)
         self._leases: dict[tuple[str, int], _Lease] = {}
-        self._pruned = time.monotonic()
+        self._pruned = self._leases_pruned = time.monotonic()
+        self._longest = 0  # the longest window charged so far (the pruning horizon)
 
     @staticmethod
     def key(charge: Charge, subject: Subject) -> str:
@@ -206,6 +207,7 @@ class Limiter:
         taken: list[_Taken] = []
         try:
             for charge in charges:
+                self._longest = max(self._longest, charge.policy.window)
                 key = self.key(charge, subject)
                 start = window_start(now, charge.policy.window)
                 outcome = await self._take(charge, key, start, now)
@@ -222,10 +224,16 @@ class Limiter:
         return tuple(outcomes)
 
     async def _housekeeping(self, now: int) -> None:
-        """Forget leases of ended windows; delete rows idle for over two hours."""
-        if len(self._leases) > 10_000 or time.monotonic() - self._pruned > PRUNE_EVERY:
+        """Forget leases of ended windows (at most once a second when there are
+        many); delete rows whose window ended long ago (twice the longest window
+        seen, at least two hours), at most every :data:`PRUNE_EVERY` seconds."""
+        clock = time.monotonic()
+        crowded = len(self._leases) > 10_000 and clock - self._leases_pruned > 1.0
+        if crowded or clock - self._pruned > PRUNE_EVERY:
             self._leases = {k: v for k, v in self._leases.items() if v.expires > now}
-        if time.monotonic() - self._pruned > PRUNE_EVERY:
-            self._pruned = time.monotonic()
+            self._leases_pruned = clock
+        if clock - self._pruned > PRUNE_EVERY:
+            self._pruned = clock
+            horizon = max(7200, 2 * self._longest)
             async with self._write() as conn:
-                await conn.execute(table.delete().where(table.c.window_start < now - 7200))
+                await conn.execute(table.delete().where(table.c.window_start < now - horizon))

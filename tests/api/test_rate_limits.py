@@ -293,3 +293,35 @@ async def test_a_burst_in_one_process_loses_no_leased_hit(settings: Settings) ->
         later = [await c.get(PROFILE) for _ in range(10)]
         admitted = [r.status_code for r in (*burst, *later)].count(200)
         assert admitted == 10
+
+
+async def test_housekeeping_deletes_only_long_ended_windows(database_url: str) -> None:
+    import time
+
+    import sqlalchemy as sa
+
+    from app.db.engine import create_engine
+    from app.db.schema import rate_limit
+    from app.db.transactions import write_transaction
+    from app.limits.policy import Charge
+    from app.limits.store import Limiter, Subject
+
+    engine = create_engine(database_url)
+    try:
+        async with write_transaction(engine) as conn:
+            await conn.execute(
+                rate_limit.insert(),
+                [
+                    {"key": "a" * 64, "window_start": NOW - 3 * 3600, "hits": 1},
+                    {"key": "b" * 64, "window_start": NOW - 3600, "hits": 1},
+                ],
+            )
+        limiter = Limiter(engine, 1)
+        limiter._pruned = time.monotonic() - 3600  # due
+        charge = Charge(DEFAULT_POLICIES["portability"], 1)  # a one-hour window: keep 2 h
+        assert (await limiter.admit((charge,), Subject("c", 1), NOW))[0].allowed
+        async with engine.connect() as conn:
+            keys = set((await conn.execute(sa.select(rate_limit.c.key))).scalars())
+        assert keys == {"b" * 64, limiter.key(charge, Subject("c", 1))}
+    finally:
+        await engine.dispose()
