@@ -26,7 +26,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.filter.ddl import content_index_ddl, content_index_drop_ddl
 from app.filter.errors import FilterError
-from app.filter.fold import fold
+from app.fold import fold
 from app.filter.ir import Pred
 from app.filter.lower import Lowerer, Target
 from app.filter.parse import MAX_DEPTH, MAX_LENGTH, parse
