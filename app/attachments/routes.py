@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.caller import Caller
 from app.api.bounds import Name, Title, Url
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.attachments import storage
@@ -192,9 +193,9 @@ class AttachmentController(Controller):
         access: AccessSettings,
         settings: Settings,
         now: int,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
+        filter: FilterText = None,
     ) -> ListAttachmentsResponse:
         clause = attachment_filter_clause(filter, now=now, dialect_name=db.dialect.name)
         rows, token = await list_own(
