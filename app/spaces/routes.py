@@ -17,7 +17,7 @@ from app.api.paging import page_size as clamp_page_size
 from app.api.responses import errors
 from app.deps import management_plane, requires_user
 from app.settings import Settings
-from app.spaces import schemas, service
+from app.spaces import members, schemas, service
 from app.spaces.service import SpaceContext, space_uid
 
 SpaceName = Annotated[str, Parameter(description="space id or name (spaces/{id})", max_length=64)]
@@ -134,7 +134,7 @@ class SpaceController(Controller):
         space: SpaceName,
         data: schemas.InvitationIn,
     ) -> schemas.Member:
-        return await service.invite(db, _ctx(caller, now, settings), space_uid(space), data)
+        return await members.invite(db, _ctx(caller, now, settings), space_uid(space), data)
 
     @post(
         "/{space:str}/invitations/{username:str}/:accept",
@@ -152,7 +152,7 @@ class SpaceController(Controller):
         space: SpaceName,
         username: UserName,
     ) -> schemas.Member:
-        return await service.accept(db, _ctx(caller, now, settings), space_uid(space), username)
+        return await members.accept(db, _ctx(caller, now, settings), space_uid(space), username)
 
     @post(
         "/{space:str}/invitations/{username:str}/:decline",
@@ -170,7 +170,7 @@ class SpaceController(Controller):
         space: SpaceName,
         username: UserName,
     ) -> dict[str, Any]:
-        await service.decline(db, _ctx(caller, now, settings), space_uid(space), username)
+        await members.decline(db, _ctx(caller, now, settings), space_uid(space), username)
         return {}
 
     @delete(
@@ -189,7 +189,7 @@ class SpaceController(Controller):
         space: SpaceName,
         username: UserName,
     ) -> dict[str, Any]:
-        await service.revoke(db, _ctx(caller, now, settings), space_uid(space), username)
+        await members.revoke(db, _ctx(caller, now, settings), space_uid(space), username)
         return {}
 
     @get("/{space:str}/members", operation_id="SpaceService_ListMembers", responses=errors())
@@ -203,7 +203,7 @@ class SpaceController(Controller):
         page_size: PageSize = None,
         page_token: PageToken = None,
     ) -> schemas.ListMembersResponse:
-        return await service.list_members(
+        return await members.list_members(
             db,
             _ctx(caller, now, settings),
             space_uid(space),
@@ -227,7 +227,7 @@ class SpaceController(Controller):
         username: UserName,
         data: schemas.MemberIn,
     ) -> schemas.Member:
-        return await service.update_member(
+        return await members.update_member(
             db, _ctx(caller, now, settings), space_uid(space), username, data
         )
 
@@ -247,5 +247,5 @@ class SpaceController(Controller):
         space: SpaceName,
         username: UserName,
     ) -> dict[str, Any]:
-        await service.remove_member(db, _ctx(caller, now, settings), space_uid(space), username)
+        await members.remove_member(db, _ctx(caller, now, settings), space_uid(space), username)
         return {}

@@ -30,7 +30,7 @@ from app.errors import (
     PermissionDenied,
 )
 from app.instance.store import AccessSettings
-from app.spaces.service import refuse_if_last_space_admin
+from app.spaces.members import refuse_if_last_space_admin
 from app.users.schemas import UserIn
 
 ROLES = ("ADMIN", "USER")
