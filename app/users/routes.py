@@ -19,10 +19,9 @@ from app.db.schema import user_account
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import FailedPrecondition, PermissionDenied, Unauthenticated
 from app.instance.store import AccessSettings
-from app.memos.schemas import UserStats
 from app.settings import Settings
 from app.users import service
-from app.users.schemas import ListUsersResponse, User, UserIn, user_out
+from app.users.schemas import ListUsersResponse, User, UserIn, UserStats, user_out
 from app.users.stats import user_stats
 
 UserName = Annotated[str, Parameter(description="username or users/{username}", max_length=80)]
