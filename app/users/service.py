@@ -78,6 +78,13 @@ async def get_user(conn: AsyncConnection, username: str) -> Any:
     return row
 
 
+async def list_users(conn: AsyncConnection, caller: Caller) -> list[Any]:
+    """Every user, oldest first (admins only)."""
+    if not caller.is_admin:
+        raise PermissionDenied("only an admin can list users")
+    return list((await conn.execute(sa.select(user_account).order_by(user_account.c.id))).all())
+
+
 async def user_count(conn: AsyncConnection) -> int:
     return int(
         (await conn.execute(sa.select(sa.func.count()).select_from(user_account))).scalar_one()
