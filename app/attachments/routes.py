@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.bounds import Name, Title, Url
+from app.api.context import writable_key
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
@@ -152,7 +153,7 @@ class AttachmentController(Controller):
         "",
         operation_id="AttachmentService_CreateAttachment",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(409, 413),
     )
     async def create_attachment(
@@ -228,7 +229,7 @@ class AttachmentController(Controller):
         "/{attachment:str}",
         operation_id="AttachmentService_DeleteAttachment",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def delete_attachment(
@@ -249,7 +250,7 @@ class AttachmentController(Controller):
     @patch(
         "/{attachment:str}",
         operation_id="AttachmentService_UpdateAttachment",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def update_attachment(
@@ -285,7 +286,7 @@ class AttachmentController(Controller):
         "/:batchDelete",
         operation_id="AttachmentService_BatchDeleteAttachments",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def batch_delete(
@@ -325,7 +326,7 @@ class MemoAttachmentController(Controller):
     @patch(
         "",
         operation_id="MemoService_SetMemoAttachments",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def set_memo_attachments(
