@@ -19,6 +19,7 @@ from litestar.types import Receive, Scope, Send
 from app import __version__
 from app.api import cors
 from app.api.body_limits import BodyLimitMiddleware
+from app.api.context import provide_request_context
 from app.api.json_depth import JsonDepthMiddleware
 from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
@@ -227,6 +228,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             "now": Provide(provide_now, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "access": Provide(provide_access),
+            "ctx": Provide(provide_request_context, sync_to_thread=False),
         },
         middleware=[
             request_logging_middleware,

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.test_two_processes import free_port
+from tests.support import free_port
 from tests.webhooks.conftest import HANG, Receiver
 
 ENV = {
