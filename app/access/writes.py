@@ -243,10 +243,12 @@ def can_comment(
 ) -> bool:
     """Comment on a parent the caller has already been allowed to read.
 
-    A comment is a create: on a placed parent it takes the parent's place
-    (WRITE there); otherwise it is the commenter's own personal memo.
+    A comment is a create: on a SPACE parent it takes the parent's place
+    (WRITE there); otherwise, a placed PRIVATE, PROTECTED or PUBLIC parent
+    included, it is the commenter's own personal memo, so whoever may read
+    such a memo may comment on it as on Memos (decision 0030).
     """
-    if parent_space_id is not None:
+    if parent_visibility == "SPACE" and parent_space_id is not None:
         spot = Spot(parent_visibility, parent_space_id, parent_tree)
     else:
         spot = Spot(comment_visibility)
