@@ -46,6 +46,7 @@ __all__ = [
     "audience_predicate",
     "can_read",
     "personal_reach",
+    "place_shown",
 ]
 
 VISIBILITIES = tuple(Visibility)
@@ -210,3 +211,25 @@ def _build_predicate(
     else:
         state_ok = m.state == "NORMAL"
     return sa.and_(visible, state_ok, creator_ok)
+
+
+def place_shown(caller: Caller | None, table: sa.FromClause = memo) -> ColumnElement[bool]:
+    """Whether the caller sees a readable memo's space and path (decision 0030).
+
+    Only where it could read a SPACE memo at that path: a PUBLIC memo placed
+    in a space is read by non-members too, and neither its presentation nor a
+    filter on ``space`` or ``tree`` may tell them where it lives. For a memo
+    the audience predicate admits, this is the SQL twin of
+    ``app.memos.present``'s ``_shows_place``.
+    """
+    m = table.c
+    scope_query = space_scope(caller)
+    if scope_query is None:
+        return sa.false()
+    scope = scope_query.subquery("shown_scope")
+    in_scope = sa.exists().where(
+        scope.c.space_id == m.space_id,
+        scope.c.level >= READ,
+        path_covers(scope.c.path, m.tree),
+    )
+    return sa.and_(m.space_id.is_not(None), m.tree.is_not(None), in_scope)
