@@ -125,7 +125,11 @@ async def test_move_into_out_of_and_within_a_space(
     assert r.status_code == 400
     r = await bob.patch(f"{url}?updateMask=tree", json={"tree": "a..b"})
     assert r.status_code == 400
+    # Narrowing to PRIVATE keeps its place (decision 0030); naming space "" takes it out.
     r = await bob.patch(f"{url}?updateMask=visibility", json={"visibility": "PRIVATE"})
+    assert r.status_code == 200, r.text
+    assert (r.json()["visibility"], r.json()["space"]) == ("PRIVATE", team.name)
+    r = await bob.patch(f"{url}?updateMask=space", json={"space": ""})
     assert r.status_code == 200, r.text
     assert (
         r.json()["visibility"] == "PRIVATE" and "space" not in r.json() and "tree" not in r.json()
