@@ -282,7 +282,10 @@ class Tripwire:
         for c in self.world.canaries:
             if c.token not in haystack:
                 continue
-            if allowed(c, caller) or c.token == extra_allowed or c.token in sent:
+            # The feeds read as anonymous whoever asks (app.feeds): a PUBLIC memo is
+            # in them for a key too, as it is for the key's holder without the key.
+            feed = url.endswith("rss.xml") and c.kind == "public"
+            if allowed(c, caller) or feed or c.token == extra_allowed or c.token in sent:
                 if caller.user == c.owner:
                     self.seen.add(c.token)
                 continue
