@@ -31,11 +31,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import ColumnElement
 
-from app.access.audience import AccessMode, audience_predicate
+from app.access.audience import AccessMode, audience_predicate, place_shown
 from app.access.caller import Caller
 from app.db.schema import memo
 
@@ -91,8 +93,30 @@ def conditions(a: Admission, table: sa.FromClause = memo) -> tuple[ColumnElement
     if a.filter is not None:
         if table is not memo:
             raise ValueError("a compiled filter applies to the memo table, not an alias")
-        out.append(a.filter.self_group())
+        out.append(_placed_as_shown(a.filter, a.reader).self_group())
     return tuple(out)
+
+
+def _placed_as_shown(f: ColumnElement[bool], reader: Caller | None) -> ColumnElement[bool]:
+    """The filter, with ``space`` and ``tree`` as the reader sees them (decision 0030).
+
+    A reader who cannot see where a readable memo lives (a PUBLIC memo placed
+    in a space it has no grant in) sees it unplaced, so a filter on ``space``
+    or ``tree`` treats it as unplaced too, instead of answering questions
+    about its place one by one (``tree.startsWith("h")``).
+    """
+    placed = (memo.c.space_id, memo.c.tree)
+    if not any(any(e is c for c in placed) for e in visitors.iterate(f)):
+        return f
+    shown = place_shown(reader)
+
+    def replace(element: Any, **kw: Any) -> Any:
+        for column in placed:
+            if element is column:
+                return sa.case((shown, column), else_=sa.null())
+        return None
+
+    return visitors.replacement_traverse(f, {}, replace)
 
 
 def admitted(a: Admission, table: sa.FromClause = memo) -> ColumnElement[bool]:

@@ -1,12 +1,21 @@
 """The memo read rule, as a SQL predicate and as a pure function.
 
-Sections 1 to 3 of ``access.md``. Two families of memos, never mixed:
+Sections 1 to 3 of ``access.md``, with placement independent of visibility
+(``docs/decisions/0030``): where a memo lives (its space and tree path)
+governs who may write it; its visibility governs who may read it.
 
-- personal memos (PRIVATE, PROTECTED, PUBLIC) have no space; a row that
-  names a space under one of these visibilities is corrupt and denies;
 - SPACE memos need a space, a tree path, and the caller's level there
   (:mod:`app.access.scope`) to be at least READ. A missing space, a missing
   path or a former member all deny, the author included.
+- PRIVATE, PROTECTED and PUBLIC memos are read by their visibility alone,
+  placed in a space or not: PRIVATE by the creator, PROTECTED by any
+  signed-in user, PUBLIC also anonymously on a PUBLIC instance. A placed
+  memo without a tree path is corrupt and denies.
+- A restricted key reaches an unplaced memo through its ``personal`` reach,
+  and a placed memo (any visibility) only inside its space ceiling
+  intersected with the holder's live grants: the key's level at the memo's
+  path must be at least READ, exactly as for a SPACE memo there. An
+  undeclared space stays invisible to the key, whatever the visibility.
 
 Both renderings take the caller's space scope from the same place: the
 predicate embeds :func:`app.access.scope.space_scope` as a subquery, and
@@ -37,6 +46,7 @@ __all__ = [
     "audience_predicate",
     "can_read",
     "personal_reach",
+    "place_shown",
 ]
 
 VISIBILITIES = tuple(Visibility)
@@ -100,9 +110,16 @@ def can_read(
             and facts.tree is not None
             and scope.level_at(facts.space_id, facts.tree) >= READ
         )
-    if facts.visibility not in PERSONAL_VISIBILITIES or facts.space_id is not None:
-        return False  # unknown visibility, or a personal memo that names a space
-    if caller is not None and not _personal_reach_allows(caller, facts.creator_id):
+    if facts.visibility not in PERSONAL_VISIBILITIES:
+        return False  # unknown visibility
+    if facts.space_id is not None:
+        if facts.tree is None:
+            return False  # a placed memo without a path
+        restricted = caller is not None and caller.restriction is not None
+        # A key reaches a placed memo only inside its ceiling there (0030).
+        if restricted and scope.level_at(facts.space_id, facts.tree) < READ:
+            return False
+    elif caller is not None and not _personal_reach_allows(caller, facts.creator_id):
         return False
     if facts.visibility == "PUBLIC":
         return caller is not None or mode is AccessMode.PUBLIC
@@ -150,21 +167,28 @@ def _build_predicate(
     creator_ok = sa.exists().where(
         user_account.c.id == m.creator_id, user_account.c.state.in_(USER_STATES)
     )
-    personal: ColumnElement[bool] = sa.false()
+    # Who may read by visibility alone (PRIVATE, PROTECTED, PUBLIC).
+    by_visibility: ColumnElement[bool] = sa.false()
     if caller is not None:
-        personal = sa.or_(
-            personal,
+        by_visibility = sa.or_(
             sa.and_(m.creator_id == caller.user_id, m.visibility == "PRIVATE"),
             m.visibility.in_(("PUBLIC", "PROTECTED")),
         )
-        reach = personal_reach(caller)
-        if reach == "NONE":
-            personal = sa.false()
-        elif reach == "OWN":
-            personal = sa.and_(personal, m.creator_id == caller.user_id)
     elif mode is AccessMode.PUBLIC:
-        personal = sa.or_(personal, m.visibility == "PUBLIC")
-    visible: ColumnElement[bool] = sa.and_(personal, m.space_id.is_(None))
+        by_visibility = m.visibility == "PUBLIC"
+    placed = sa.and_(m.space_id.is_not(None), m.tree.is_not(None))
+    # Unplaced memos: by visibility, within a key's personal reach.
+    unplaced = sa.and_(by_visibility, m.space_id.is_(None))
+    reach = personal_reach(caller) if caller is not None else "AUDIENCE"
+    if reach == "NONE":
+        unplaced = sa.false()
+    elif reach == "OWN" and caller is not None:
+        unplaced = sa.and_(unplaced, m.creator_id == caller.user_id)
+    visible: ColumnElement[bool] = unplaced
+    restricted = caller is not None and caller.restriction is not None
+    if not restricted:
+        # Placed memos of a personal visibility: by visibility, wherever they are.
+        visible = sa.or_(visible, sa.and_(by_visibility, placed))
     scope_query = space_scope(caller)
     if scope_query is not None:
         scope = scope_query.subquery("scope")
@@ -173,15 +197,12 @@ def _build_predicate(
             scope.c.level >= READ,
             path_covers(scope.c.path, m.tree),
         )
-        visible = sa.or_(
-            visible,
-            sa.and_(
-                m.visibility == "SPACE",
-                m.space_id.is_not(None),
-                m.tree.is_not(None),
-                in_scope,
-            ),
-        )
+        # SPACE memos by tree grant; through a key, placed memos of any
+        # visibility only inside its ceiling (and then by visibility too).
+        readable_here = m.visibility == "SPACE"
+        if restricted:
+            readable_here = sa.or_(readable_here, by_visibility)
+        visible = sa.or_(visible, sa.and_(readable_here, placed, in_scope))
     if caller is not None:
         state_ok = sa.or_(
             m.state == "NORMAL",
@@ -190,3 +211,25 @@ def _build_predicate(
     else:
         state_ok = m.state == "NORMAL"
     return sa.and_(visible, state_ok, creator_ok)
+
+
+def place_shown(caller: Caller | None, table: sa.FromClause = memo) -> ColumnElement[bool]:
+    """Whether the caller sees a readable memo's space and path (decision 0030).
+
+    Only where it could read a SPACE memo at that path: a PUBLIC memo placed
+    in a space is read by non-members too, and neither its presentation nor a
+    filter on ``space`` or ``tree`` may tell them where it lives. For a memo
+    the audience predicate admits, this is the SQL twin of
+    ``app.memos.present``'s ``_shows_place``.
+    """
+    m = table.c
+    scope_query = space_scope(caller)
+    if scope_query is None:
+        return sa.false()
+    scope = scope_query.subquery("shown_scope")
+    in_scope = sa.exists().where(
+        scope.c.space_id == m.space_id,
+        scope.c.level >= READ,
+        path_covers(scope.c.path, m.tree),
+    )
+    return sa.and_(m.space_id.is_not(None), m.tree.is_not(None), in_scope)

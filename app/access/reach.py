@@ -13,10 +13,11 @@ This is a plan, not a rule: every part is ANDed with the full audience
 predicate, so a part can only narrow what the predicate admits, never widen
 it. What the partition must get right is completeness: every memo the key
 may read lies in exactly one part. That holds because the key's level at a
-path is at most its ceiling there (``access.md`` section 5), so a SPACE memo
-outside the declared spaces or outside every ceiling of its space is never
-readable through the key, and a personal memo is readable only under the
-key's ``personal`` reach (``app.access.audience.personal_reach``).
+path is at most its ceiling there (``access.md`` section 5), so a placed memo
+(SPACE or, since decision 0030, any other visibility) outside the declared
+spaces or outside every ceiling of its space is never readable through the
+key, and an unplaced memo is readable only under the key's ``personal`` reach
+(``app.access.audience.personal_reach``).
 
 Sessions and unrestricted tokens get no partition: their reach is the whole
 audience, which the timeline walk already serves.

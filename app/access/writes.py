@@ -23,6 +23,9 @@ The rule, as a table (the unit test ``tests/access/test_writes.py`` walks it):
   space): a placed destination needs WRITE there; an unplaced (personal)
   destination is the creator's only, and for a key a personal reach other
   than NONE. A memo never becomes another user's personal memo by a write.
+- A key whose personal reach is NONE writes no PROTECTED or PUBLIC memo,
+  placed or not (on either side of the write): such a memo is read outside
+  the spaces' grants, which that key never reaches (decision 0030).
 - Visibility: only the creator widens it, in the order
   PRIVATE < SPACE < PROTECTED < PUBLIC. Narrowing is an edit.
 - Relate: a writer of the memo may replace its REFERENCE links, but removes
@@ -47,6 +50,10 @@ PERSONAL_VISIBILITIES = (Visibility.PRIVATE, Visibility.PROTECTED, Visibility.PU
 VISIBILITY_RANK: dict[str, int] = {v.value: v.rank for v in Visibility}
 
 READ_ONLY = "this access token is read-only"
+NO_PERSONAL = "this access token does not reach personal memos"
+# Visibilities read outside the spaces' grants: a key without personal reach
+# writes none of them, placed or not.
+BEYOND_SPACES = (Visibility.PROTECTED, Visibility.PUBLIC)
 
 __all__ = [
     "READ_ONLY",
@@ -163,6 +170,13 @@ def write_denial(
     """
     if not key_may_write(caller):
         return READ_ONLY
+    if not _personal_writes(caller) and any(
+        spot is not None and spot.visibility in BEYOND_SPACES for spot in (before, after)
+    ):
+        # A key that reaches no personal memo writes nothing read outside the
+        # spaces' grants, placed or not (decision 0030): it could not before
+        # placement was independent, and it must not publish what it reads.
+        return NO_PERSONAL
     if before is not None and not _may_change(caller, creator_id, before, scope):
         return (
             "only its creator (with write at its path) or an owner of its path can change it"
@@ -177,7 +191,7 @@ def write_denial(
             return f"tree: no write access at {after.tree!r} in this space"
         if caller.user_id != creator_id:
             return "a memo outside spaces is its creator's: only they can put it there"
-        return "this access token does not reach personal memos"
+        return NO_PERSONAL
     if (
         before is not None
         and caller.user_id != creator_id
@@ -243,10 +257,12 @@ def can_comment(
 ) -> bool:
     """Comment on a parent the caller has already been allowed to read.
 
-    A comment is a create: on a placed parent it takes the parent's place
-    (WRITE there); otherwise it is the commenter's own personal memo.
+    A comment is a create: on a SPACE parent it takes the parent's place
+    (WRITE there); otherwise, a placed PRIVATE, PROTECTED or PUBLIC parent
+    included, it is the commenter's own personal memo, so whoever may read
+    such a memo may comment on it as on Memos (decision 0030).
     """
-    if parent_space_id is not None:
+    if parent_visibility == "SPACE" and parent_space_id is not None:
         spot = Spot(parent_visibility, parent_space_id, parent_tree)
     else:
         spot = Spot(comment_visibility)

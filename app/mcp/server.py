@@ -66,9 +66,10 @@ visibility == "PUBLIC", pinned, created_ts > now - duration("24h"), \
 content.contains("x").
 memo_list_memos and memo_search_memos return top-level memos only; read \
 comments with memo_list_memo_comments.
-A SPACE memo write needs an explicit tree path in the body together with \
+A write into a space needs an explicit tree path in the body together with \
 space (e.g. {"visibility": "SPACE", "space": "spaces/abc", "tree": "share"}); \
-there is no default path.
+there is no default path. Placement decides who may write a memo, visibility \
+who reads it: a PUBLIC memo placed in a space is still PUBLIC.
 Ids: pass a bare id or the resource name (memos/abc) where a tool asks for one.
 Errors read like "404 Not Found: memo not found"; a denied read is "not found".
 """

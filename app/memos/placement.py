@@ -1,9 +1,13 @@
 """Where a memo lives: its visibility, space and tree path, on create and on move.
 
-The two families never mix: a personal memo (PRIVATE, PROTECTED, PUBLIC)
-has no space and no path; a SPACE memo has both, and the path is always
-named explicitly by the client (no silent default, ``access.md`` section 4).
-Naming a space implies SPACE when the visibility is left out. The space is
+Placement and visibility are independent (``docs/decisions/0030``): a memo
+is placed (a space and a tree path) or unplaced, and has any visibility,
+except that SPACE needs a placement. Placement governs who may write the
+memo, visibility who may read it (``app.access.audience``). A placed memo's
+path is always named explicitly by the client (no silent default,
+``access.md`` section 4). Naming a space implies SPACE when the visibility
+is left out on create; on a move the visibility changes only when it is
+named, so moving a PUBLIC memo into a space keeps its audience. The space is
 resolved through the caller's own scope, so a space it is not an ACTIVE
 member of is "not found", like everything else in a space.
 """
@@ -84,14 +88,13 @@ async def place_new(
         personal = Placement(visibility)
         require_write(caller, caller.user_id, None, memo_spot(personal), scope)
         return personal
-    if visibility not in (None, "SPACE"):
-        raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
     if not isinstance(data.tree, str):
         raise InvalidArgument(
-            "tree: required for a SPACE memo; name the path explicitly (e.g. 'share' or '~')"
+            "tree: required for a memo in a space; name the path explicitly (e.g. 'share' or '~')"
         )
     space_id = await _space_id(conn, data.space, scope)
-    placed = Placement("SPACE", space_id, parse_tree_path(data.tree, caller.user_id))
+    tree = parse_tree_path(data.tree, caller.user_id)
+    placed = Placement(visibility or "SPACE", space_id, tree)
     require_write(caller, caller.user_id, None, memo_spot(placed), scope)
     return placed
 
@@ -125,43 +128,39 @@ async def place_moved(
         space_id = None if name == "" else await _space_id(conn, name, scope)
     if "visibility" in paths:
         visibility = need("visibility")
-    elif "space" in paths:
-        if space_id is None and row.visibility == "SPACE":
-            raise InvalidArgument(
-                "visibility: say which visibility the memo takes when it leaves its space"
-            )
-        visibility = "SPACE" if space_id is not None else row.visibility
+    elif space_id is None and row.visibility == "SPACE":
+        raise InvalidArgument(
+            "visibility: say which visibility the memo takes when it leaves its space"
+        )
     else:
-        visibility = row.visibility
+        visibility = row.visibility  # placement never changes who reads (0030)
     tree = need("tree") if "tree" in paths else None
-    if visibility != "SPACE":
-        if "space" in paths and space_id is not None:
-            raise InvalidArgument(f"visibility: a memo in a space is SPACE, not {visibility}")
+    if space_id is None:
         _check_personal(visibility, tree)
         personal = Placement(visibility)
         require_write(caller, row.creator_id, memo_spot(row), memo_spot(personal), scope, row.uid)
         return personal
-    if space_id is None:
-        raise InvalidArgument(
-            "visibility: a SPACE memo needs a space (spaces/{id}) and a tree path"
-        )
     if tree is not None:
         if not isinstance(tree, str):
             raise InvalidArgument("tree: must be a path string")
         new_tree = parse_tree_path(tree, caller.user_id)
-    elif row.visibility == "SPACE" and row.space_id == space_id and row.tree is not None:
+    elif row.space_id == space_id and row.tree is not None:
         new_tree = row.tree
     else:
         raise InvalidArgument(
             "tree: required when moving a memo into a space; name the path explicitly"
         )
-    placed = Placement("SPACE", space_id, new_tree)
+    placed = Placement(visibility, space_id, new_tree)
     require_write(caller, row.creator_id, memo_spot(row), memo_spot(placed), scope, row.uid)
     return placed
 
 
 async def refuse_if_shared(conn: AsyncConnection, memo_id: int, now: int) -> None:
-    """A memo with a live share link cannot become SPACE (share links never admit one)."""
+    """A memo with a live share link cannot be placed in a space (decision 0030).
+
+    Share links admit only unplaced memos: a placed memo is written by the
+    owners of its path too, and a link must not publish their edits.
+    """
     live = (
         await conn.execute(
             sa.select(memo_share.c.id)
@@ -174,5 +173,5 @@ async def refuse_if_shared(conn: AsyncConnection, memo_id: int, now: int) -> Non
     ).first()
     if live is not None:
         raise Conflict(
-            "visibility: this memo has live share links; revoke them before moving it into a space"
+            "space: this memo has live share links; revoke them before moving it into a space"
         )

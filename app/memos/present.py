@@ -28,7 +28,7 @@ from app.access.admission import pinned, readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import render_tree_path
-from app.access.scope import load_scope
+from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, load_scope
 from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
@@ -159,11 +159,12 @@ async def present(
 
     relations = await visible_relations(conn, versions, caller, mode)
     parents = await _parent_names(conn, rows, caller, mode)
-    spaces = await _space_names(conn, rows, caller)
+    spaces, where = await _space_names(conn, rows, caller)
     viewer = caller.user_id if caller else None
 
     out = []
     for r in rows:
+        shown = _shows_place(r, spaces, where)
         location: schemas.Location | msgspec.UnsetType = msgspec.UNSET
         if r.location_placeholder is not None:
             location = schemas.Location(
@@ -198,10 +199,8 @@ async def present(
                 etag=etag(r),
                 parent=parents.get(r.id, msgspec.UNSET),
                 location=location,
-                space=spaces.get(r.space_id, msgspec.UNSET),
-                tree=render_tree_path(r.tree, viewer)
-                if r.space_id in spaces and r.tree is not None
-                else msgspec.UNSET,
+                space=spaces[r.space_id] if shown else msgspec.UNSET,
+                tree=render_tree_path(r.tree, viewer) if shown else msgspec.UNSET,
             )
         )
     return out
@@ -209,16 +208,31 @@ async def present(
 
 async def _space_names(
     conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None
-) -> dict[int | None, str]:
-    """``spaces/{uid}`` of the page's spaces the caller is a member of (only members see it)."""
+) -> tuple[dict[int | None, str], SpaceScope]:
+    """``spaces/{uid}`` of the page's spaces the caller is a member of, and its scope.
+
+    A memo's space and path are shown only where the caller could read a SPACE
+    memo at that path (:func:`_shows_place`): a PUBLIC memo placed in a space
+    is readable by non-members and by members without a grant there, and
+    neither learns the space's tree from it (decision 0030).
+    """
     wanted = {r.space_id for r in rows if r.space_id is not None}
     if not wanted or caller is None:
-        return {}
-    member_of = (await load_scope(conn, caller)).space_ids() & wanted
+        return {}, EMPTY_SCOPE
+    scope = await load_scope(conn, caller)
+    member_of = scope.space_ids() & wanted
     if not member_of:
-        return {}
+        return {}, scope
     found = await conn.execute(sa.select(space.c.id, space.c.uid).where(space.c.id.in_(member_of)))
-    return {int(i): f"spaces/{u}" for i, u in found.all()}
+    return {int(i): f"spaces/{u}" for i, u in found.all()}, scope
+
+
+def _shows_place(row: Any, spaces: dict[int | None, str], scope: SpaceScope) -> bool:
+    return (
+        row.space_id in spaces
+        and row.tree is not None
+        and scope.level_at(row.space_id, row.tree) >= READ
+    )
 
 
 async def _parent_names(

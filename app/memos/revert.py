@@ -144,7 +144,10 @@ async def revert_memo(
     )[version]
     paths = {"content", "visibility", "pinned"}
     data = MemoIn(content=target.content, visibility=target.visibility, pinned=target.pinned)
-    if target.visibility == "SPACE":
+    # A placed version goes back to its place; a version that shows no place
+    # (unplaced, or placed where the caller cannot see, decision 0030) leaves
+    # the memo where it is now. A SPACE version must show its place.
+    if target.visibility == "SPACE" or not isinstance(target.space, msgspec.UnsetType):
         if isinstance(target.space, msgspec.UnsetType) or isinstance(
             target.tree, msgspec.UnsetType
         ):
@@ -153,7 +156,7 @@ async def revert_memo(
             )
         data = MemoIn(
             content=target.content,
-            visibility="SPACE",
+            visibility=target.visibility,
             pinned=target.pinned,
             space=target.space,
             tree=target.tree,

@@ -437,7 +437,7 @@ async def update_memo(
         values["visibility"] = _visibility(placed.visibility, ctx.access)
         values["space_id"] = placed.space_id
         values["tree"] = placed.tree
-        if placed.visibility == "SPACE" and row.visibility != "SPACE":
+        if placed.space_id is not None and row.space_id is None:
             await refuse_if_shared(conn, row.id, ctx.now)
     if "pinned" in paths:
         values["pinned"] = bool(need("pinned"))

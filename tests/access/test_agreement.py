@@ -3,7 +3,8 @@
 Hypothesis builds a world and writes it straight into the tables (no API, so
 it can hold what the API never writes: a creator row that is gone, a memo in
 a space that does not exist, a visibility from the future, a SPACE memo
-without a path, a personal memo that names a space). For every caller (each
+without a path, PRIVATE, PROTECTED and PUBLIC memos placed in a space, with
+and without a path). For every caller (each
 user, a user id with no row, anonymous, and a few restricted keys, some of
 them malformed) under both access modes:
 
@@ -15,6 +16,12 @@ itself (member grants from the grant, group and roster rows; a key's ceiling
 through the pure clamp), independently of SQL; and ``load_scope`` (what point
 reads use) must give the same level at every probe path. One database per
 dialect per test, emptied between examples.
+
+Agreement alone would let both renderings drift together, so every decision
+is also held to :func:`spec_reads`, the rule of ``access.md`` section 3 and
+decision 0030 written out here from the world's rows (not through
+``can_read``), and to two bounds: a key never reads what its holder's
+session cannot, and never a placed memo outside its ceiling.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from hypothesis import strategies as st
 from app.access.audience import AccessMode, MemoFacts, audience_predicate, can_read
 from app.access.caller import Caller, Credential
 from app.access.clamp import Grant, clamp
+from app.access.restriction import Restriction
 from app.access.scope import SpaceScope, key_ceilings, load_scope
 from app.db.engine import create_engine
 from app.db.schema import (
@@ -256,6 +264,43 @@ def facts(world: World, m: dict[str, Any]) -> MemoFacts:
     )
 
 
+def spec_reads(world: World, m: dict[str, Any], caller: Caller | None, mode: AccessMode) -> bool:
+    """The read rule as the contract states it, computed from the world's rows.
+
+    Placement and visibility are independent (decision 0030): SPACE by tree
+    grant; PRIVATE, PROTECTED and PUBLIC by visibility, placed or not; a key
+    reaches unplaced memos by its personal reach and placed ones only where
+    its clamped level is READ or more.
+    """
+    if world.users.get(m["creator_id"]) not in ("NORMAL", "ARCHIVED"):
+        return False
+    mine = caller is not None and caller.user_id == m["creator_id"]
+    if m["state"] not in ("NORMAL", "ARCHIVED") or (m["state"] == "ARCHIVED" and not mine):
+        return False
+    placed, tree = m["space_id"] is not None, m["tree"]
+    level = 0
+    if caller is not None and placed and tree is not None:
+        level = model_scope(world, caller).level_at(m["space_id"], tree)
+    vis = m["visibility"]
+    if vis == "SPACE":
+        return placed and tree is not None and level >= 1
+    if vis not in ("PRIVATE", "PROTECTED", "PUBLIC") or (placed and tree is None):
+        return False
+    if caller is not None and caller.restriction is not None:
+        if placed and level < 1:
+            return False
+        personal = Restriction.parse(caller.restriction).personal.value
+        if not placed and (personal == "NONE" or (personal == "OWN" and not mine)):
+            return False
+    if vis == "PRIVATE":
+        return mine
+    return caller is not None or (vis == "PUBLIC" and mode is AccessMode.PUBLIC)
+
+
+def holder(caller: Caller) -> Caller:
+    return Caller(caller.user_id, caller.username, caller.role, Credential.SESSION)
+
+
 async def _write(conn: Any, world: World) -> None:
     for table in (
         space_grant,
@@ -384,6 +429,15 @@ def _tricky() -> World:
         (1, "SPACE", "NORMAL", 2, "share"),
         (1, "PUBLIC", "NORMAL", 1, None),
         (1, "PUBLIC", "NORMAL", None, None),
+        # Placed memos of a personal visibility (decision 0030).
+        (1, "PUBLIC", "NORMAL", 1, "share"),
+        (2, "PUBLIC", "NORMAL", 1, "home.2"),
+        (2, "PROTECTED", "NORMAL", 1, "share.a"),
+        (2, "PRIVATE", "NORMAL", 1, "share"),
+        (1, "PRIVATE", "NORMAL", 1, "home.1"),
+        (1, "PUBLIC", "NORMAL", 2, "share"),
+        (2, "PROTECTED", "NORMAL", DANGLING_SPACE, "share"),
+        (1, "PRIVATE", "ARCHIVED", 1, "share"),
         (2, "PROTECTED", "NORMAL", None, None),
         (2, "PRIVATE", "NORMAL", None, None),
         (1, "FRIENDS", "NORMAL", None, None),
@@ -480,6 +534,17 @@ async def test_predicate_and_point_read_agree(database_url: str, world: World) -
                         if can_read(facts(world, m), caller, mode, scope)
                     }
                     assert set(found.scalars().all()) == expected, (caller, mode)
+                    spec = {m["id"] for m in world.memos if spec_reads(world, m, caller, mode)}
+                    assert expected == spec, (caller, mode)
+                    if caller is not None and caller.restriction is not None:
+                        session = holder(caller)
+                        wide = model_scope(world, session)
+                        for m in world.memos:
+                            if m["id"] not in expected:
+                                continue
+                            assert can_read(facts(world, m), session, mode, wide), (caller, m)
+                            if m["space_id"] is not None:
+                                assert scope.level_at(m["space_id"], m["tree"]) >= 1, (caller, m)
                     await _pages_agree(conn, world, caller, mode, scope)
     finally:
         await engine.dispose()
@@ -553,3 +618,46 @@ def test_the_model_is_not_vacuous() -> None:
     assert can_read(
         facts(world, {**m, "tree": "share.a.b"}), key, AccessMode.PRIVATE, model_scope(world, key)
     )
+
+
+def test_placed_memos_are_read_by_visibility() -> None:
+    """Decision 0030, pinned: a placed memo is read by its visibility; a key only inside its ceiling.
+
+    Each line fails on the rule before 0030 (a personal visibility naming a
+    space denied everyone) or on a rule that let personal reach stand in for
+    a space declaration.
+    """
+    world = World(
+        {1: "NORMAL", 2: "NORMAL", 3: "NORMAL"},
+        (1,),
+        {(1, 1): ("ACTIVE", "ADMIN"), (1, 2): ("ACTIVE", "USER")},
+        (),
+        grants=((1, 1, None, "", 3), (1, 2, None, "", 3)),
+    )
+    alice, bob, carol = (Caller(i, f"u{i}", "USER", Credential.SESSION) for i in (1, 2, 3))
+
+    def key(personal: str, spaces: list[Any]) -> Caller:
+        restriction = {"scope": "READ", "personal": personal, "spaces": spaces}
+        return Caller(2, "u2", "USER", Credential.PAT, pat_id=1, restriction=restriction)
+
+    def reads(vis: str, who: Caller | None, mode: AccessMode = AccessMode.PRIVATE) -> bool:
+        m = {"creator_id": 1, "visibility": vis, "state": "NORMAL", "space_id": 1, "tree": "share"}
+        got = can_read(facts(world, m), who, mode, model_scope(world, who))
+        assert got == spec_reads(world, m, who, mode), (vis, who, mode)
+        return got
+
+    # PRIVATE placed: the creator only, not a member who owns the whole tree.
+    assert reads("PRIVATE", alice) and not reads("PRIVATE", bob)
+    # PROTECTED placed: any signed-in user, a non-member included; not anonymous.
+    assert reads("PROTECTED", carol) and not reads("PROTECTED", None, AccessMode.PUBLIC)
+    # PUBLIC placed: anonymous only on a PUBLIC instance.
+    assert reads("PUBLIC", None, AccessMode.PUBLIC) and not reads("PUBLIC", None)
+    # Keys: personal AUDIENCE does not reach a placed memo in an undeclared space...
+    assert not reads("PUBLIC", key("AUDIENCE", []))
+    assert not reads("PROTECTED", key("AUDIENCE", [{"space": "spaces/s2"}]))
+    # ...nor one outside its tree ceiling; inside it, personal NONE does not matter.
+    narrow = [{"space": "spaces/s1", "trees": [{"path": "home.2", "level": "READ"}]}]
+    assert not reads("PUBLIC", key("AUDIENCE", narrow))
+    assert reads("PUBLIC", key("NONE", [{"space": "spaces/s1"}]))
+    # ...and never beyond its holder: another member's placed PRIVATE memo stays hidden.
+    assert not reads("PRIVATE", key("AUDIENCE", [{"space": "spaces/s1"}]))

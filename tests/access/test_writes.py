@@ -48,6 +48,7 @@ SHARE = Spot("SPACE", S, "share")
 SHARE_A = Spot("SPACE", S, "share.a")
 HOME = Spot("SPACE", S, "home.1")
 OTHER_SPACE = Spot("SPACE", T, "share")
+P_PRIVATE, P_PROTECTED, P_PUBLIC = (Spot(v, S, "share") for v in ("PRIVATE", "PROTECTED", "PUBLIC"))
 
 W_SHARE = scope((S, "share", WRITE))
 O_SHARE = scope((S, "share", OWNER))
@@ -104,6 +105,23 @@ CASES: list[tuple[str, Caller, int, Spot | None, Spot | None, SpaceScope, bool]]
     ("personal into space, key NONE", key(personal="NONE"), ME, PRIVATE, SHARE, W_SHARE, False),
     ("move out of the key's subtree", key(), ME, SHARE_A, SHARE, W_SUBTREE, False),
     ("move a home memo to share", session(), ME, HOME, SHARE, scope((S, "", WRITE)), True),
+    # --- placed memos of a personal visibility (decision 0030) ----------------
+    ("create placed PUBLIC with WRITE", session(), ME, None, P_PUBLIC, W_SHARE, True),
+    ("create placed PRIVATE, READ only", session(), ME, None, P_PRIVATE, R_SHARE, False),
+    ("create placed PRIVATE, key NONE", key(personal="NONE"), ME, None, P_PRIVATE, W_SHARE, True),
+    ("create placed PUBLIC, key NONE", key(personal="NONE"), ME, None, P_PUBLIC, W_SHARE, False),
+    ("create placed PUBLIC, key OWN", key(personal="OWN"), ME, None, P_PUBLIC, W_SHARE, True),
+    ("edit another's placed PUBLIC as OWNER", session(), OTHER, P_PUBLIC, None, O_SHARE, True),
+    ("edit another's placed PUBLIC, WRITE", session(), OTHER, P_PUBLIC, None, W_SHARE, False),
+    ("edit own placed PUBLIC, key NONE", key(personal="NONE"), ME, P_PUBLIC, None, O_SHARE, False),
+    ("key NONE widens SPACE to PUBLIC", key(personal="NONE"), ME, SHARE, P_PUBLIC, W_SHARE, False),
+    ("creator widens SPACE to PUBLIC", session(), ME, SHARE, P_PUBLIC, W_SHARE, True),
+    ("OWNER widens SPACE to PROTECTED", session(), OTHER, SHARE, P_PROTECTED, O_SHARE, False),
+    ("OWNER narrows placed PUBLIC", session(), OTHER, P_PUBLIC, P_PRIVATE, O_SHARE, True),
+    ("OWNER narrows SPACE to PRIVATE", session(), OTHER, SHARE, P_PRIVATE, O_SHARE, True),
+    ("creator places own PUBLIC", session(), ME, PUBLIC, P_PUBLIC, W_SHARE, True),
+    ("OWNER takes placed PUBLIC out", session(), OTHER, P_PUBLIC, PUBLIC, O_SHARE, False),
+    ("placed PUBLIC without a path", session(), ME, None, Spot("PUBLIC", S), O_SHARE, False),
 ]
 
 

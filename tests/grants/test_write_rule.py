@@ -37,6 +37,8 @@ async def test_owner_cannot_make_another_members_space_memo_protected_or_public(
             ("visibility", {"visibility": visibility}),
             ("visibility,space", {"visibility": visibility, "space": ""}),
         ):
+            if (mask, visibility) == ("visibility", "PRIVATE"):
+                continue  # narrowing in place is an edit (tests/spaces/test_placement.py)
             r = await alice.patch(f"/api/v1/{m['name']}?updateMask={mask}", json=body)
             assert r.status_code == 403, (mask, visibility, r.text)
     now = (await _memo(bob, m["name"])).json()

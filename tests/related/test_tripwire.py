@@ -9,6 +9,12 @@ get, comments, relations, reactions, attachments list and get, files, stats,
 RSS, shares. No response (body or headers) may contain a canary the caller is
 not allowed to see. A token the caller itself put in the URL is not a leak.
 
+Placed memos (decision 0030): alice's space, with bob a member and carol not,
+holds a PRIVATE, a PROTECTED and a PUBLIC memo at a path whose name is itself
+a canary. Each is read by its visibility (bob never reads alice's placed
+PRIVATE memo), the path shows only to members with a grant there, and the
+restricted keys, which declare no space, see none of them.
+
 Positive control: each owner's own requests see every one of its canaries, so
 the tripwire is known to be able to see what it looks for.
 """
@@ -24,6 +30,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.conftest import Actor, sign_up
 from tests.related.helpers import comment, make_public, restricted_key, upload
+from tests.spaces.conftest import create_space, join
 
 USERS = ("alice", "bob", "carol")
 
@@ -32,8 +39,10 @@ USERS = ("alice", "bob", "carol")
 class Canary:
     token: str
     owner: str
-    kind: str  # "private": owner only; "protected": signed-in users; "public": everyone
+    kind: str  # "private": owner only; "protected": signed-in users; "public": everyone;
+    # "members": the space's members with a grant at the path (the path's own name)
     required: bool = True  # must the owner see it (positive control)?
+    placed: bool = False  # in a space no key of the tripwire declares
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class Caller:
     headers: dict[str, str]
     user: str | None
     reach: str  # AUDIENCE | OWN | NONE (users: AUDIENCE)
+    key: bool = False
 
 
 @dataclass
@@ -52,12 +62,26 @@ class World:
     shares: list[tuple[str, str | None]] = field(default_factory=list)  # (token, allowed canary)
     share_memos: list[str] = field(default_factory=list)
 
-    def add(self, token: str, owner: str, kind: str = "private", required: bool = True) -> str:
-        self.canaries.append(Canary(token, owner, kind, required))
+    def add(
+        self,
+        token: str,
+        owner: str,
+        kind: str = "private",
+        required: bool = True,
+        placed: bool = False,
+    ) -> str:
+        self.canaries.append(Canary(token, owner, kind, required, placed))
         return token
 
 
+MEMBERS = ("alice", "bob")  # of alice's space, with a grant at `share` (carol is not in it)
+
+
 def allowed(c: Canary, caller: Caller) -> bool:
+    if c.placed and caller.key:
+        return False  # the keys declare no space
+    if c.kind == "members":
+        return caller.user in MEMBERS
     if c.kind == "public" and caller.user is None:
         return True  # the instance is in PUBLIC mode
     if caller.user is None or caller.reach == "NONE":
@@ -67,6 +91,26 @@ def allowed(c: Canary, caller: Caller) -> bool:
     if c.kind == "protected":
         return caller.reach == "AUDIENCE" or caller.user == c.owner
     return caller.user == c.owner
+
+
+async def seed_space(actors: dict[str, Actor], world: World) -> None:
+    """alice's space: placed memos of each personal visibility at a canary path."""
+    alice, bob = actors["alice"], actors["bob"]
+    space = (await create_space(alice, "Tripwire"))["name"]
+    await join(alice, space, bob)
+    path = world.add("cnrypath-alice", "alice", "members", placed=True)
+    for owner, vis, kind in (
+        ("alice", "PRIVATE", "private"),
+        ("bob", "PROTECTED", "protected"),
+        ("alice", "PUBLIC", "public"),
+    ):
+        text = world.add(f"CNRY-PLACED-{vis}-{owner}", owner, kind, placed=True)
+        r = await actors[owner].post(
+            "/api/v1/memos",
+            json={"content": text, "visibility": vis, "space": space, "tree": f"share.{path}"},
+        )
+        assert r.status_code == 200, r.text
+        world.memos.append(r.json()["name"])
 
 
 async def seed(actors: dict[str, Actor], world: World) -> None:
@@ -238,7 +282,10 @@ class Tripwire:
         for c in self.world.canaries:
             if c.token not in haystack:
                 continue
-            if allowed(c, caller) or c.token == extra_allowed or c.token in sent:
+            # The feeds read as anonymous whoever asks (app.feeds): a PUBLIC memo is
+            # in them for a key too, as it is for the key's holder without the key.
+            feed = url.endswith("rss.xml") and c.kind == "public"
+            if allowed(c, caller) or feed or c.token == extra_allowed or c.token in sent:
                 if caller.user == c.owner:
                     self.seen.add(c.token)
                 continue
@@ -295,12 +342,13 @@ async def test_tripwire_no_canary_reaches_anyone_else(
         actors[u] = await sign_up(client, u, admin=alice)
     world = World()
     await seed(actors, world)
+    await seed_space(actors, world)
     callers = [Caller("anonymous", {}, None, "NONE")]
     for u, actor in actors.items():
         callers.append(Caller(u, actor.headers, u, "AUDIENCE"))
         for reach in ("NONE", "OWN", "AUDIENCE"):
             key = await restricted_key(actor, scope="READ", personal=reach)
-            callers.append(Caller(f"{u}-key-{reach}", key, u, reach))
+            callers.append(Caller(f"{u}-key-{reach}", key, u, reach, key=True))
     wire = Tripwire(client, world)
     for caller in callers:
         await wire.sweep(caller)

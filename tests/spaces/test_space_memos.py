@@ -20,9 +20,8 @@ from tests.support import make_public
     "body",
     [
         {"space": "TEAM"},  # no tree: the path is never implied
-        {"space": "TEAM", "tree": "share", "visibility": "PRIVATE"},
-        {"space": "TEAM", "tree": "share", "visibility": "PUBLIC"},
-        {"space": "TEAM", "tree": "share", "visibility": "PROTECTED"},
+        {"space": "TEAM", "visibility": "PUBLIC"},  # placed: the path is named, any visibility
+        {"space": "TEAM", "tree": "share", "visibility": "FRIENDS"},
         {"visibility": "SPACE"},
         {"visibility": "SPACE", "tree": "share"},
         {"tree": "share"},
@@ -107,11 +106,16 @@ async def test_move_into_out_of_and_within_a_space(
         f"{url}?updateMask=space,tree", json={"space": team.name, "tree": "share.a"}
     )
     assert r.status_code == 200, r.text
+    # Placement does not change who reads it (decision 0030): still PROTECTED.
     assert (r.json()["visibility"], r.json()["space"], r.json()["tree"]) == (
-        "SPACE",
+        "PROTECTED",
         team.name,
         "share.a",
     )
+    seen_by_dave = (await dave.get(url)).json()
+    assert seen_by_dave["visibility"] == "PROTECTED" and "space" not in seen_by_dave
+    r = await bob.patch(f"{url}?updateMask=visibility", json={"visibility": "SPACE"})
+    assert r.status_code == 200 and r.json()["visibility"] == "SPACE", r.text
     assert (await dave.get(url)).status_code == 404
     assert (await alice.get(url)).status_code == 200
     # Within: a new path.
@@ -122,7 +126,11 @@ async def test_move_into_out_of_and_within_a_space(
     assert r.status_code == 400
     r = await bob.patch(f"{url}?updateMask=tree", json={"tree": "a..b"})
     assert r.status_code == 400
+    # Narrowing to PRIVATE keeps its place (decision 0030); naming space "" takes it out.
     r = await bob.patch(f"{url}?updateMask=visibility", json={"visibility": "PRIVATE"})
+    assert r.status_code == 200, r.text
+    assert (r.json()["visibility"], r.json()["space"]) == ("PRIVATE", team.name)
+    r = await bob.patch(f"{url}?updateMask=space", json={"space": ""})
     assert r.status_code == 200, r.text
     assert (
         r.json()["visibility"] == "PRIVATE" and "space" not in r.json() and "tree" not in r.json()
@@ -148,7 +156,7 @@ async def test_move_into_a_space_one_is_not_in(alice: Actor, dave: Actor, team: 
     assert (await dave.get(f"/api/v1/{mine['name']}")).json()["visibility"] == "PRIVATE"
 
 
-async def test_shared_memo_cannot_become_space(settings: Settings, bob: Actor, team: Team) -> None:
+async def test_shared_memo_cannot_be_placed(settings: Settings, bob: Actor, team: Team) -> None:
     mine = await bob.memo("shared", visibility="PRIVATE")
     engine = create_engine(settings.database_url)
     try:
