@@ -152,18 +152,16 @@ def test_private_and_space_memos_reach_only_their_readers(
     assert "'Team Notes'" in unknown["error"] and "'Other'" in unknown["error"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 17, open: Memos 0.31 keeps placement and audience independent (a PUBLIC "
-    "memo in a space, grabmymemos' default: a space's public posts); Daybook still answers "
-    "400 'a memo in a space is SPACE'",
-)
 def test_public_posts_of_a_space(python: pathlib.Path, site: dict[str, Any]) -> None:
     alice: Account = site["alice"]
     post = alice.post(
         "/api/v1/memos",
-        {"content": "public #blog post", "visibility": "PUBLIC", "space": site["team"]},
+        {
+            "content": "public #blog post",
+            "visibility": "PUBLIC",
+            "space": site["team"],
+            "tree": "share",
+        },
     )
     public = grab(python, alice, space="Team Notes", visibility="PUBLIC")["memos"]
     assert names(public) == [post["name"]]
