@@ -75,7 +75,11 @@ def _children(pid: int) -> list[int]:
 
 def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DAYBOOK_") or k == "DAYBOOK_TURN_STATS"
+    }
     env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
     proc = subprocess.Popen(
         [

@@ -24,12 +24,13 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
+from app.jobs.lease import leased
 from app.search.embedder import Embedder, QueryCache, make_embedder
 from app.search.fusion import Floor, Fusion
 from app.search.relevance import DEFAULT_FUSION, parse_floor
 from app.search.semantic import warm_cache
 from app.search.vectors import VectorCache
-from app.search.worker import run_worker
+from app.search.worker import run_low, run_worker
 
 log = structlog.get_logger("daybook.search")
 
@@ -164,22 +165,27 @@ def search_lifespan(
         app.state.search = runtime
         stop = asyncio.Event()
         warming = asyncio.create_task(runtime.warm(engine))
-        task: asyncio.Task[None] | None = None
-        if worker:
+
+        async def embedding_job() -> None:
+            # Only the process holding the lease loads a second model and embeds
+            # (app.jobs.lease); its thread runs at lower priority (run_low).
             try:
-                own = await asyncio.to_thread(make_embedder, model)
+                own = await run_low(make_embedder, model)
             except Exception:
                 log.exception("embedding model failed to load: semantic search stays empty")
-            else:
-                task = asyncio.create_task(run_worker(engine, own, runtime.pgvector, stop))
+                return
+            await run_worker(engine, own, runtime.pgvector, stop)
+
+        jobs = contextlib.AsyncExitStack()
+        if worker:
+            await jobs.enter_async_context(leased(engine, "embedding", embedding_job))
         try:
             yield
         finally:
             stop.set()
-            for running in (warming, task):
-                if running is not None:
-                    running.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await running
+            await jobs.aclose()
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
 
     return lifespan
