@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import pathlib
 import random
@@ -73,7 +74,10 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    url: str, data: pathlib.Path, workers: int = 1
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``daybook serve`` in a session of its own (kill the group: it may have workers)."""
     port = _free_port()
     env = {
         k: v
@@ -93,10 +97,13 @@ def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes],
             str(data),
             "--database-url",
             url,
+            "--workers",
+            str(workers),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -233,14 +240,45 @@ async def client(
             statuses[code] += 1
 
 
+async def healthz_rate(base: str, clients: int, seconds: float) -> float:
+    """The same server's ``/healthz`` requests/s with ``clients`` clients: the
+    machine's own ceiling in this run, for ratios that survive a busy machine."""
+    count = 0
+    until = time.monotonic() + seconds
+
+    async def one() -> None:
+        nonlocal count
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            while time.monotonic() < until:
+                await http.get("/healthz")
+                count += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(one() for _ in range(clients)))
+    return count / (time.monotonic() - started)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 async def run(args: argparse.Namespace) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
     async with fresh_database(args.dialect, work) as db:
-        proc, base = start_server(db.url, work / "data")
+        proc, base = start_server(db.url, work / "data", args.workers)
         try:
             actors = await seed(base, args.users, args.memos)
             await asyncio.sleep(1)
             before = rss_mb(proc.pid)
+            health = await healthz_rate(base, args.clients, args.healthz_seconds)
             lat: dict[str, list[float]] = defaultdict(list)
             statuses: Counter[str] = Counter()
             started = time.monotonic()
@@ -256,15 +294,19 @@ async def run(args: argparse.Namespace) -> int:
             elapsed = time.monotonic() - started
             after = rss_mb(proc.pid)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            stop_server(proc)
     total = sum(statuses.values())
     load = os.getloadavg()
     print(
-        f"dialect={args.dialect} clients={args.clients} seconds={args.seconds} "
-        f"corpus={args.memos} memos/{args.users} users  loadavg={load[0]:.1f}"
+        f"dialect={args.dialect} workers={args.workers} clients={args.clients} "
+        f"seconds={args.seconds} corpus={args.memos} memos/{args.users} users  "
+        f"loadavg={load[0]:.1f} (1 min)"
     )
-    print(f"requests={total} throughput={total / elapsed:.1f} req/s")
+    rate = total / elapsed
+    print(
+        f"requests={total} throughput={rate:.1f} req/s  healthz={health:.0f} req/s "
+        f"(mixed/healthz {rate / health:.1%})"
+    )
     print(f"{'op':<14}{'n':>7}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
     writes: list[float] = []
     for op in MIX:
@@ -295,6 +337,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--memos", type=int, default=4000)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers")
+    parser.add_argument("--healthz-seconds", type=float, default=5, help="baseline run")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

@@ -28,6 +28,9 @@ from app.server import create_app
 from app.settings import Settings
 
 DIALECTS = ("sqlite", "postgresql")
+# Servers the tests spawn stay one process (``serve``'s default is one worker
+# per core); tests/test_workers.py asks for several.
+os.environ.setdefault("DAYBOOK_WORKERS", "1")
 _counter = itertools.count()
 
 
