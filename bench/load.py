@@ -84,7 +84,7 @@ def start_server(
         for k, v in os.environ.items()
         if not k.startswith("DAYBOOK_") or k == "DAYBOOK_TURN_STATS"
     }
-    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
+    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json", DAYBOOK_WORKERS="1")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -97,8 +97,8 @@ def start_server(
             str(data),
             "--database-url",
             url,
-            "--workers",
-            str(workers),
+            # Only when asked: the code of an older commit (a baseline) has no --workers.
+            *(["--workers", str(workers)] if workers != 1 else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -27,6 +27,7 @@ from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
     WriteContext,
+    content_tags,
     create_memo_row,
     load_for_read,
     normalise_mask,
@@ -186,7 +187,11 @@ class MemoController(Controller):
         if written is None or binds:
             out = await _one(db, row.id, caller, access)
         else:
+            # The answer is this PATCH's version: its row as written, and its tags
+            # from its content (read after COMMIT, a concurrent PATCH's newer
+            # version would pin them away; docs/decisions/0028).
             out = await present_one(db, written, caller, access.access_mode)
+            out.tags = await content_tags(written.content)
         return Response(out, headers={"ETag": out.etag})
 
     @delete(

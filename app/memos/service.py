@@ -23,7 +23,7 @@ from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
 from app.access.writes import key_may_write, memo_spot, write_denial
 from app.api.structs import parse_time, valid_uid
-from app.db.schema import memo, memo_event, memo_tag, user_account
+from app.db.schema import memo, memo_event, memo_tag, user_account, webhook
 from app.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -136,6 +136,14 @@ async def prerender(content: Any, limit: int) -> None:
     ):
         old, dropped = _PRERENDERED.popitem(last=False)
         _prerender_chars -= len(old) + len(dropped.html)
+
+
+async def content_tags(content: str) -> list[str]:
+    """The tags of ``content``, as its write stored them (``memo_tag`` is this parse's)."""
+    parsed = _PRERENDERED.get(content)
+    if parsed is None:
+        parsed = await parse_memo(content)
+    return list(parsed.props.tags)
 
 
 async def _content_columns(content: str, limit: int) -> dict[str, Any]:
@@ -303,6 +311,11 @@ async def prepare_memo(
     return PreparedMemo(values, tags, html)
 
 
+# Returned with a written memo row: whether its creator has webhooks, so the
+# outbox needs no statement of its own for a user without any (the usual case).
+_HAS_WEBHOOKS = sa.exists().where(webhook.c.owner_id == memo.c.creator_id).label("has_webhooks")
+
+
 def _dialect_insert(conn: AsyncConnection, table: sa.Table) -> Any:
     return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
 
@@ -326,7 +339,7 @@ async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: Pr
         _dialect_insert(conn, memo)
         .values(**prepared.values)
         .on_conflict_do_nothing(index_elements=[memo.c.uid])
-        .returning(*memo.c)
+        .returning(*memo.c, _HAS_WEBHOOKS)
     )
     row = (await conn.execute(stmt)).first()
     if row is None:
@@ -339,7 +352,9 @@ async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: Pr
         )
     await store_html(conn, memo_id, prepared.values["content"], prepared.html, fresh=True)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
-    await emit(conn, ctx, memo_id, Activity.CREATED, owner_id=row.creator_id)
+    await emit(
+        conn, ctx, memo_id, Activity.CREATED, owner_id=row.creator_id, has_hooks=row.has_webhooks
+    )
     return row
 
 
@@ -516,7 +531,7 @@ async def update_memo(
             memo.update()
             .where(memo.c.id == row.id, memo.c.version == row.version)
             .values(**changed)
-            .returning(*memo.c)
+            .returning(*memo.c, _HAS_WEBHOOKS)
         )
     ).first()
     if new_row is None:
@@ -533,5 +548,12 @@ async def update_memo(
     if html is not None and "content" in changed:
         await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
-    await emit(conn, ctx, row.id, Activity.UPDATED, owner_id=new_row.creator_id)
+    await emit(
+        conn,
+        ctx,
+        row.id,
+        Activity.UPDATED,
+        owner_id=new_row.creator_id,
+        has_hooks=new_row.has_webhooks,
+    )
     return new_row

@@ -65,6 +65,7 @@ async def emit(
     activity: Activity,
     *,
     owner_id: int | None = None,
+    has_hooks: bool | None = None,
 ) -> None:
     """Enqueue ``activity`` on ``memo_id`` for the webhooks that should hear of it.
 
@@ -73,9 +74,13 @@ async def emit(
     ``owner_id``, when the caller knows it, is whose webhooks hear of it (the
     memo's creator; the parent's creator for a comment): then a write by a user
     without webhooks costs that one lookup, under the write lock, and nothing
-    else (docs/decisions/0028).
+    else (docs/decisions/0028); ``has_hooks`` is whether that owner has any, when
+    the write's own statement already said so (``RETURNING EXISTS (...)``, in
+    the write's transaction): then it costs nothing.
     """
-    if owner_id is not None and not await _hook_ids(conn, owner_id):
+    if has_hooks is False and owner_id is not None:
+        return
+    if owner_id is not None and has_hooks is None and not await _hook_ids(conn, owner_id):
         return
     row = await memo_row(conn, memo_id)
     if row is None:
