@@ -55,6 +55,7 @@ def _env() -> dict[str, str]:
         **env,
         "DAYBOOK_EMBED_WORKER": "0",
         "DAYBOOK_LOG_FORMAT": "json",
+        "DAYBOOK_WORKERS": "1",  # one process, as before serve --workers
         "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}",
     }
 

@@ -808,7 +808,12 @@ def test_revision_imports_nothing_from_the_application(path: pathlib.Path) -> No
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
-    return {**env, "DAYBOOK_EMBED_WORKER": "0", "DAYBOOK_LOG_FORMAT": "json"}
+    return {
+        **env,
+        "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_LOG_FORMAT": "json",
+        "DAYBOOK_WORKERS": "1",
+    }
 
 
 def _daybook(url: str, data: pathlib.Path, *args: str) -> list[str]:
