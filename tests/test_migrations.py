@@ -421,6 +421,13 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 started_ms=now * 1000,
                 duration_ms=40,
             )
+        # Job leases (0016): the embedding worker's, held by some process.
+        if "job_lease" in await live(engine, conn):
+            await conn.execute(
+                s.job_lease.insert().values(
+                    name="embedding", holder="host:123:abcd", expires_ms=now * 1000 + 15_000
+                )
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(
