@@ -124,10 +124,15 @@ async def run_leased(
 
 @contextlib.asynccontextmanager
 async def leased(
-    engine: AsyncEngine, name: str, job: Callable[[], Awaitable[Any]], *, ttl_ms: int = TTL_MS
+    engine: AsyncEngine,
+    name: str,
+    job: Callable[[], Awaitable[Any]],
+    *,
+    holder: str | None = None,
+    ttl_ms: int = TTL_MS,
 ) -> AsyncIterator[None]:
     """A lifespan: :func:`run_leased` in the background, the lease released at exit."""
-    holder = holder_id()
+    holder = holder or holder_id()
     task = asyncio.create_task(run_leased(engine, name, job, holder=holder, ttl_ms=ttl_ms))
     try:
         yield
