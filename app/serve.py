@@ -114,7 +114,13 @@ def run(settings: Settings, workers: int) -> None:
         asyncio.run(_migrate(settings.database_url))
     _export(settings)
     config = uvicorn.Config(
-        "app.serve:worker_app", factory=True, workers=workers, **uvicorn_options(settings)
+        "app.serve:worker_app",
+        factory=True,
+        workers=workers,
+        # The supervisor kills a worker that does not answer its ping in time;
+        # uvicorn's 5 s replaced busy workers mid-request on a loaded machine.
+        timeout_worker_healthcheck=30,
+        **uvicorn_options(settings),
     )
     from uvicorn.supervisors import Multiprocess
 
