@@ -99,7 +99,7 @@ def test_two_workers_share_requests_and_run_each_job_once(tmp_path: pathlib.Path
         proc.wait(30)
     lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
     served = {x["pid"] for x in lines if x.get("event") == "request"}
-    assert len(workers) == 2
+    assert len(workers) >= 2  # a replacement may be starting beside them
     # Both workers answered requests (a worker the supervisor replaced, on a
     # starved machine, counts as another).
     assert len(served) >= 2, (served, workers)
