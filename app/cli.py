@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -70,24 +68,6 @@ def main() -> None:
     configure_logging(os.environ.get("DAYBOOK_LOG_FORMAT") or "console")
 
 
-def _graceful_server(config: Any) -> Any:
-    import uvicorn
-
-    class GracefulServer(uvicorn.Server):
-        """Exit with status 0 after a SIGTERM-initiated graceful shutdown.
-
-        Uvicorn re-raises the signal once requests in flight are done, which
-        makes orchestrators report a clean stop as a crash (status -15).
-        """
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            super().handle_exit(sig, frame)
-            if sig == signal.SIGTERM and sig in self._captured_signals:
-                self._captured_signals.remove(sig)
-
-    return GracefulServer(config)
-
-
 @main.command()
 @_with(_server_options)
 @_with(_storage_options)
@@ -107,6 +87,14 @@ def _graceful_server(config: Any) -> Any:
     " believed, e.g. 127.0.0.1 or 10.0.0.0/8 [env DAYBOOK_TRUSTED_PROXIES; default none]",
 )
 @click.option("--no-migrate", is_flag=True, help="Do not run migrations at start")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    envvar="DAYBOOK_WORKERS",
+    help="Worker processes sharing the socket and the database"
+    " [env DAYBOOK_WORKERS; default: the number of cores, 1 for an in-memory database]",
+)
 def serve(
     data_dir: Path | None,
     database_url: str | None,
@@ -117,11 +105,10 @@ def serve(
     public_url: str | None,
     trusted_proxies: str | None,
     no_migrate: bool,
+    workers: int | None,
 ) -> None:
     """Run the HTTP server (finishes requests in flight on SIGTERM)."""
-    import uvicorn
-
-    from app.server import create_app
+    from app import serve as serving
 
     settings = load_settings(
         data_dir=data_dir,
@@ -134,27 +121,14 @@ def serve(
         storage_dir=storage_dir,
         trusted_proxies=trusted_proxies,
     ).resolved()
-    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings))
-    _graceful_server(config).run()
+    serving.run(settings, workers or serving.default_workers(settings))
 
 
 def uvicorn_options(settings: Any) -> dict[str, Any]:
-    """uvicorn's settings for ``serve``.
+    """uvicorn's settings for ``serve`` (see :func:`app.serve.uvicorn_options`)."""
+    from app.serve import uvicorn_options as options
 
-    ``proxy_headers`` is off: uvicorn's default trusts X-Forwarded-For from
-    loopback, which any local process (or a proxy that passes the header
-    through) could forge. The app applies ``--trusted-proxies`` itself
-    (``app.server.Daybook``), trusting nobody unless told.
-    """
-    return {
-        "host": settings.host,
-        "port": settings.port,
-        "log_config": None,
-        "access_log": False,
-        "proxy_headers": False,
-        "server_header": False,
-        "timeout_graceful_shutdown": 30,
-    }
+    return options(settings)
 
 
 @main.command()

@@ -7,6 +7,7 @@ credentials, cookies or bodies.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -85,6 +86,7 @@ def request_logging_middleware(app: ASGIApp) -> ASGIApp:
                 status=status,
                 duration_ms=round((time.perf_counter() - start) * 1000, 2),
                 user_id=getattr(user, "user_id", None),
+                pid=os.getpid(),  # which worker (serve --workers N)
             )
 
     return middleware

@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from bench.databases import fresh_database
-from bench.load import PASSWORD, start_server
+from bench.load import PASSWORD, start_server, stop_server
 
 TAG = re.compile(r"#(\w+)")
 
@@ -130,7 +130,7 @@ async def run(args: argparse.Namespace) -> int:
     acked = Acked()
     async with fresh_database(args.dialect, work) as db:
         data = work / "data"
-        proc, base = start_server(db.url, data)
+        proc, base = start_server(db.url, data, args.workers)
         with httpx.Client(base_url=base, timeout=30) as http:
             http.post("/api/v1/users", json={"username": "alice", "password": PASSWORD})
             r = http.post(
@@ -148,7 +148,7 @@ async def run(args: argparse.Namespace) -> int:
             for t in threads:
                 t.start()
             time.sleep(rng.uniform(1.0, 3.0))
-            os.kill(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # the server and any workers
             proc.wait()
             stop.set()
             for t in threads:
@@ -158,9 +158,8 @@ async def run(args: argparse.Namespace) -> int:
                 f"edits {sum(len(v) for v in acked.edits.values())}",
                 flush=True,
             )
-            proc, base = start_server(db.url, data)
-        proc.terminate()
-        proc.wait(30)
+            proc, base = start_server(db.url, data, args.workers)
+        stop_server(proc)
         problems = await verify(db.url, acked)
     print(
         f"dialect={args.dialect} kills={args.kills} writers={args.writers} "
@@ -177,6 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--writers", type=int, default=8)
     sys.exit(asyncio.run(run(parser.parse_args())))
 

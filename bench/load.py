@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import pathlib
 import random
@@ -67,11 +68,23 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    url: str, data: pathlib.Path, workers: int = 1
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``daybook serve`` in a session of its own (kill the group: it may have workers)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DAYBOOK_") or k == "DAYBOOK_TURN_STATS"
+    }
     # Rate limits off: one client address drives every simulated user (decision 0029).
-    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json", DAYBOOK_RATE_LIMITS="0")
+    env.update(
+        DAYBOOK_EMBED_WORKER="0",
+        DAYBOOK_LOG_FORMAT="json",
+        DAYBOOK_WORKERS="1",
+        DAYBOOK_RATE_LIMITS="0",
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -84,10 +97,13 @@ def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes],
             str(data),
             "--database-url",
             url,
+            # Only when asked: the code of an older commit (a baseline) has no --workers.
+            *(["--workers", str(workers)] if workers != 1 else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -179,7 +195,8 @@ async def client(
 ) -> None:
     ops, weights = list(MIX), list(MIX.values())
     headers = {"Authorization": f"Bearer {actor['token']}"}
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
+    # verify=False: plain http; loading the CA bundle for 80 clients took seconds of the run.
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, verify=False) as http:
         while time.monotonic() < until:
             op = rng.choices(ops, weights)[0]
             name = rng.choice(actor["memos"])
@@ -224,14 +241,68 @@ async def client(
             statuses[code] += 1
 
 
+async def healthz_rate(base: str, clients: int, seconds: float) -> float:
+    """The same server's ``/healthz`` requests/s with ``clients`` clients: the
+    machine's own ceiling in this run, for ratios that survive a busy machine."""
+    count = 0
+    until = time.monotonic() + seconds
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, timeout=60, verify=False, limits=limits) as http:
+
+        async def one() -> None:
+            nonlocal count
+            while time.monotonic() < until:
+                with contextlib.suppress(httpx.HTTPError):  # counted only when answered
+                    await http.get("/healthz")
+                    count += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(one() for _ in range(clients)))
+        return count / (time.monotonic() - started)
+
+
+async def oversized_bodies(base: str, token: str, n: int) -> dict[int, int]:
+    """Issue 12: ``n`` memo creates with 45 MB bodies (content is capped at 8 KiB);
+    answered with their statuses, for the RSS that follows them."""
+    body = b'{"content": "' + b"x" * (45 * 1024 * 1024) + b'"}'
+    statuses: Counter[int] = Counter()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(base_url=base, timeout=120) as http:
+        for _ in range(n):
+            try:
+                r = await http.post("/api/v1/memos", content=body, headers=headers)
+                statuses[r.status_code] += 1
+            except httpx.HTTPError:
+                statuses[0] += 1  # the server may close the connection mid-body
+    return dict(statuses)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 async def run(args: argparse.Namespace) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
     async with fresh_database(args.dialect, work) as db:
-        proc, base = start_server(db.url, work / "data")
+        proc, base = start_server(db.url, work / "data", args.workers)
         try:
             actors = await seed(base, args.users, args.memos)
             await asyncio.sleep(1)
             before = rss_mb(proc.pid)
+            # Issue 12's memory check first, against the idle figure just taken.
+            oversized = await oversized_bodies(base, actors[0]["token"], args.oversized)
+            await asyncio.sleep(1)
+            after_oversized = rss_mb(proc.pid)
+            health = await healthz_rate(base, args.clients, args.healthz_seconds)
             lat: dict[str, list[float]] = defaultdict(list)
             statuses: Counter[str] = Counter()
             started = time.monotonic()
@@ -247,15 +318,19 @@ async def run(args: argparse.Namespace) -> int:
             elapsed = time.monotonic() - started
             after = rss_mb(proc.pid)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            stop_server(proc)
     total = sum(statuses.values())
     load = os.getloadavg()
     print(
-        f"dialect={args.dialect} clients={args.clients} seconds={args.seconds} "
-        f"corpus={args.memos} memos/{args.users} users  loadavg={load[0]:.1f}"
+        f"dialect={args.dialect} workers={args.workers} clients={args.clients} "
+        f"seconds={args.seconds} corpus={args.memos} memos/{args.users} users  "
+        f"loadavg={load[0]:.1f} (1 min)"
     )
-    print(f"requests={total} throughput={total / elapsed:.1f} req/s")
+    rate = total / elapsed
+    print(
+        f"requests={total} throughput={rate:.1f} req/s  healthz={health:.0f} req/s "
+        f"(mixed/healthz {rate / health:.1%})"
+    )
     print(f"{'op':<14}{'n':>7}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
     writes: list[float] = []
     for op in MIX:
@@ -275,6 +350,12 @@ async def run(args: argparse.Namespace) -> int:
         )
     print("statuses:", dict(sorted(statuses.items())))
     print(f"server RSS: {before:.0f} MB before, {after:.0f} MB after")
+    if args.oversized:
+        print(
+            f"oversized bodies: {args.oversized} x 45 MB memo creates -> {oversized}; "
+            f"RSS {after_oversized:.0f} MB after them ({after_oversized / before - 1:+.0%} "
+            "vs idle, before the load)"
+        )
     bad = sum(n for code, n in statuses.items() if not (code.startswith("2") or code == "412"))
     return 1 if bad else 0
 
@@ -286,6 +367,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--memos", type=int, default=4000)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers")
+    parser.add_argument(
+        "--oversized", type=int, default=6, help="45 MB bodies before the run (RSS against idle)"
+    )
+    parser.add_argument("--healthz-seconds", type=float, default=5, help="baseline run")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

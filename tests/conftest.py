@@ -29,6 +29,9 @@ from app.settings import Settings
 from tests.support import start_embedded_postgres
 
 DIALECTS = ("sqlite", "postgresql")
+# Servers the tests spawn stay one process (``serve``'s default is one worker
+# per core); tests/test_workers.py asks for several.
+os.environ.setdefault("DAYBOOK_WORKERS", "1")
 _counter = itertools.count()
 
 

@@ -317,6 +317,7 @@ def test_serve_process_health_and_clean_sigterm(
     # SQLite: the default, a file in the data directory that does not exist yet.
     url = [] if dialect == "sqlite" else ["--database-url", empty_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
+    env["DAYBOOK_WORKERS"] = "1"  # one process (tests/test_workers.py runs several)
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(

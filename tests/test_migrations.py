@@ -426,6 +426,13 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
             await conn.execute(
                 s.rate_limit.insert().values(key="0" * 64, window_start=now - now % 60, hits=3)
             )
+        # Job leases (0016): the embedding worker's, held by some process.
+        if "job_lease" in await live(engine, conn):
+            await conn.execute(
+                s.job_lease.insert().values(
+                    name="embedding", holder="host:123:abcd", expires_ms=now * 1000 + 15_000
+                )
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(
@@ -813,7 +820,12 @@ def test_revision_imports_nothing_from_the_application(path: pathlib.Path) -> No
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
-    return {**env, "DAYBOOK_EMBED_WORKER": "0", "DAYBOOK_LOG_FORMAT": "json"}
+    return {
+        **env,
+        "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_LOG_FORMAT": "json",
+        "DAYBOOK_WORKERS": "1",
+    }
 
 
 def _daybook(url: str, data: pathlib.Path, *args: str) -> list[str]:

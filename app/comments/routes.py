@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-import sqlalchemy as sa
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import Parameter
@@ -17,7 +16,6 @@ from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import Out, valid_uid
 from app.comments.service import create_comment, list_comments
-from app.db.schema import memo as memo_table
 from app.db.transactions import end_write
 from app.deps import requires_user
 from app.errors import AlreadyExists
@@ -102,7 +100,7 @@ class CommentController(Controller):
         data = await comment_placement(db, caller, parent, data)
         ctx = WriteContext(caller, access, now)
         try:
-            new_id = await create_comment(db, ctx, parent, data, chosen)
+            row = await create_comment(db, ctx, parent, data, chosen)
         except AlreadyExists:
             if not chosen:
                 raise
@@ -114,7 +112,6 @@ class CommentController(Controller):
                 uid,
                 access.access_mode,
             ) from None
-        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
         await bind(db, caller, access.access_mode, row, data)  # a comment's attachments
         await end_write(db)  # the write turn is not held while the answer is assembled
         return await present_one(db, row, caller, access.access_mode)

@@ -19,7 +19,7 @@ from app.db.schema import memo_relation
 from app.errors import Conflict, InvalidArgument
 from app.memos.listing import ListQuery, admission_of, list_memos
 from app.memos.schemas import MemoIn
-from app.memos.service import WriteContext, create_memo
+from app.memos.service import WriteContext, create_memo_row
 from app.webhooks.outbox import Activity, emit
 
 
@@ -37,20 +37,20 @@ async def list_comments(
 
 async def create_comment(
     conn: AsyncConnection, ctx: WriteContext, parent: Any, data: MemoIn, uid: str | None
-) -> int:
+) -> Any:
     """Create a comment on a readable ``parent``; its visibility defaults to PRIVATE.
 
     Refused on an archived parent (409, as Memos does) and on a comment
     (comments do not nest). The caller must already have passed the read
-    check on ``parent``.
+    check on ``parent``. Answers the comment's ``memo`` row as written.
     """
     if parent.state != "NORMAL":
         raise Conflict(f"memo {parent.uid!r} is archived: it cannot be commented on")
     if parent.parent_id is not None:
         raise InvalidArgument(f"memo {parent.uid!r} is a comment: comments do not nest")
-    comment_id = await create_memo(conn, ctx, data, uid, parent_id=parent.id)
+    row = await create_memo_row(conn, ctx, data, uid, parent_id=parent.id)
     await conn.execute(
-        memo_relation.insert().values(memo_id=comment_id, related_memo_id=parent.id, type="COMMENT")
+        memo_relation.insert().values(memo_id=row.id, related_memo_id=parent.id, type="COMMENT")
     )
-    await emit(conn, ctx, comment_id, Activity.COMMENT_CREATED)
-    return comment_id
+    await emit(conn, ctx, row.id, Activity.COMMENT_CREATED, owner_id=parent.creator_id)
+    return row

@@ -539,3 +539,12 @@ webhook_delivery = sa.Table(
 for _table in metadata.tables.values():
     if "id" in _table.c and _table.c.id.primary_key and _table.c.id.autoincrement is True:
         _table.dialect_options["sqlite"]["autoincrement"] = True
+
+# Which process runs each background job (migration 0016, app.jobs.lease).
+job_lease = sa.Table(
+    "job_lease",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(128), nullable=False),
+    sa.Column("expires_ms", sa.BigInteger, nullable=False),
+)

@@ -108,6 +108,9 @@ class WriterGate:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._holder: Any = None  # the DBAPI connection of the current writer
         self._task: asyncio.Task[Any] | None = None
+        self.stats: TurnStats | None = TurnStats.from_env()
+        self._turn_started = 0.0
+        self.statements: list[str] = []
 
     def _current(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -131,15 +134,49 @@ class WriterGate:
                 f"the database is busy: no write turn within {wait:.0f} s, retry shortly"
             ) from None
         self._holder, self._task = holder, task
+        if self.stats is not None:
+            self._turn_started = time.perf_counter()
+            self.statements = []
 
     def release(self, holder: Any) -> None:
         if self._holder is not None and self._holder is holder and self._lock is not None:
+            if self.stats is not None:
+                self.stats.add(time.perf_counter() - self._turn_started, self.statements)
             self._holder = self._task = None
             self._lock.release()
 
     @property
     def held(self) -> bool:
         return self._holder is not None
+
+
+class TurnStats:
+    """Write turns measured (``DAYBOOK_TURN_STATS=path``, for bench/): how long
+    each held the gate and which statements ran under it; written at exit."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.turns: list[tuple[float, list[str]]] = []
+        import atexit
+
+        atexit.register(self.dump)
+
+    @classmethod
+    def from_env(cls) -> TurnStats | None:
+        import os
+
+        path = os.environ.get("DAYBOOK_TURN_STATS")
+        return cls(f"{path}.{os.getpid()}") if path else None
+
+    def add(self, held: float, statements: list[str]) -> None:
+        self.turns.append((held, statements))
+
+    def dump(self) -> None:
+        import json
+
+        with open(self.path, "w") as out:
+            for held, statements in self.turns:
+                out.write(json.dumps({"held": held, "statements": statements}) + "\n")
 
 
 _GATE_ATTR = "_daybook_writer_gate"
@@ -208,6 +245,13 @@ def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
 
     sa.event.listen(sync, "connect", on_connect)
     sa.event.listen(sync, "begin", on_begin)
+    if gate.stats is not None:
+
+        def on_execute(conn: Connection, _c: Any, statement: str, *_: Any) -> None:
+            if gate.held and conn.connection.dbapi_connection is gate._holder:
+                gate.statements.append(statement[:70])
+
+        sa.event.listen(sync, "before_cursor_execute", on_execute)
     sa.event.listen(sync.pool, "checkin", on_checkin)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.schema import memo_html
@@ -43,15 +44,28 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
 
 
-async def store_html(conn: AsyncConnection, memo_id: int, content: str, html: str) -> None:
-    """Store ``html`` as the rendering of ``content``, in the caller's transaction."""
-    await conn.execute(memo_html.delete().where(memo_html.c.memo_id == memo_id))
+async def store_html(
+    conn: AsyncConnection, memo_id: int, content: str, html: str, *, fresh: bool = False
+) -> None:
+    """Store ``html`` as the rendering of ``content``, in the caller's transaction.
+
+    One statement (an upsert; a plain insert for a memo created in this
+    transaction, ``fresh``): it runs under the write lock.
+    """
+    values = {
+        "memo_id": memo_id,
+        "renderer": RENDERER_VERSION,
+        "content_hash": content_hash(content),
+        "html": html,
+    }
+    if fresh:
+        await conn.execute(memo_html.insert().values(**values))
+        return
+    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(memo_html)
     await conn.execute(
-        memo_html.insert().values(
-            memo_id=memo_id,
-            renderer=RENDERER_VERSION,
-            content_hash=content_hash(content),
-            html=html,
+        insert.values(**values).on_conflict_do_update(
+            index_elements=[memo_html.c.memo_id],
+            set_={k: insert.excluded[k] for k in ("renderer", "content_hash", "html")},
         )
     )
 

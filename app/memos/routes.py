@@ -16,7 +16,7 @@ from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
-from app.db.transactions import end_write
+from app.db.transactions import end_write, read_phase
 from app.deps import requires_user
 from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
 from app.instance.store import AccessSettings
@@ -28,7 +28,8 @@ from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
     WriteContext,
-    create_memo,
+    content_tags,
+    create_memo_row,
     load_for_read,
     normalise_mask,
     prerender,
@@ -113,7 +114,9 @@ class MemoController(Controller):
         if memo_id:
             await chosen_ids.refuse_if_throttled(state.engine, caller, now)
         try:
-            new_id = await create_memo(db, WriteContext(caller, access, now), data, memo_id or None)
+            row = await create_memo_row(
+                db, WriteContext(caller, access, now), data, memo_id or None
+            )
         except AlreadyExists:
             if not memo_id:
                 raise
@@ -125,7 +128,6 @@ class MemoController(Controller):
                 uid,
                 access.access_mode,
             ) from None
-        row = (await db.execute(sa.select(memo_table).where(memo_table.c.id == new_id))).one()
         await bind(db, caller, access.access_mode, row, data)
         await end_write(db)  # the write turn is not held while the answer is assembled
         return await present_one(db, row, caller, access.access_mode)
@@ -172,11 +174,25 @@ class MemoController(Controller):
             raise InvalidArgument("updateMask: nothing to update")
         if "content" in paths:
             await prerender(data.content, access.content_length_limit)  # before the write lock
-        row = await load_for_read(db, uid, caller, access.access_mode)
-        await update_memo(db, WriteContext(caller, access, now), row, data, paths, if_match)
-        if paths & {"attachments", "relations"}:
-            await bind(db, caller, access.access_mode, row, data, paths)
-        out = await _one(db, row.id, caller, access)
+        # Read before the write lock: the update's compare-and-swap on the row's
+        # version (app.memos.service.update_memo) makes a stale read a 412 or a
+        # recomputation, never a lost update (docs/decisions/0028).
+        async with read_phase(db):
+            row = await load_for_read(db, uid, caller, access.access_mode)
+        ctx = WriteContext(caller, access, now)
+        written = await update_memo(db, ctx, row, data, paths, if_match)
+        binds = bool(paths & {"attachments", "relations"})
+        if binds:
+            await bind(db, caller, access.access_mode, written or row, data, paths)
+        await end_write(db)  # the write turn is not held while the answer is assembled
+        if written is None or binds:
+            out = await _one(db, row.id, caller, access)
+        else:
+            # The answer is this PATCH's version: its row as written, and its tags
+            # from its content (read after COMMIT, a concurrent PATCH's newer
+            # version would pin them away; docs/decisions/0028).
+            out = await present_one(db, written, caller, access.access_mode)
+            out.tags = await content_tags(written.content)
         return Response(out, headers={"ETag": out.etag})
 
     @delete(

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode, MemoFacts, can_read
@@ -23,7 +23,7 @@ from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
 from app.access.writes import key_may_write, memo_spot, write_denial
 from app.api.structs import parse_time, valid_uid
-from app.db.schema import memo, memo_event, memo_tag, user_account
+from app.db.schema import memo, memo_event, memo_tag, user_account, webhook
 from app.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -139,6 +139,14 @@ async def prerender(content: Any, limit: int) -> None:
         _prerender_chars -= len(old) + len(dropped.html)
 
 
+async def content_tags(content: str) -> list[str]:
+    """The tags of ``content``, as its write stored them (``memo_tag`` is this parse's)."""
+    parsed = _PRERENDERED.get(content)
+    if parsed is None:
+        parsed = await parse_memo(content)
+    return list(parsed.props.tags)
+
+
 async def _content_columns(content: str, limit: int) -> dict[str, Any]:
     _check_length(content, limit)
     parsed = _PRERENDERED.get(content)
@@ -241,7 +249,18 @@ async def create_memo(
     uid: str | None,
     parent_id: int | None = None,
 ) -> int:
-    return await insert_memo(conn, ctx, await prepare_memo(conn, ctx, data, uid, parent_id))
+    return int((await create_memo_row(conn, ctx, data, uid, parent_id)).id)
+
+
+async def create_memo_row(
+    conn: AsyncConnection,
+    ctx: WriteContext,
+    data: MemoIn,
+    uid: str | None,
+    parent_id: int | None = None,
+) -> Any:
+    """Create a memo; its ``memo`` row as written (the response needs no re-read)."""
+    return await insert_memo_row(conn, ctx, await prepare_memo(conn, ctx, data, uid, parent_id))
 
 
 async def prepare_memo(
@@ -293,20 +312,51 @@ async def prepare_memo(
     return PreparedMemo(values, tags, html)
 
 
+# Returned with a written memo row: whether its creator has webhooks, so the
+# outbox needs no statement of its own for a user without any (the usual case).
+_HAS_WEBHOOKS = sa.exists().where(webhook.c.owner_id == memo.c.creator_id).label("has_webhooks")
+
+
+def _dialect_insert(conn: AsyncConnection, table: sa.Table) -> Any:
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
+
+
 async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> int:
     """Insert a prepared memo with its tags and CREATE event; 409 if the id is taken."""
-    try:
-        async with conn.begin_nested():
-            memo_id = (
-                await conn.execute(memo.insert().values(**prepared.values).returning(memo.c.id))
-            ).scalar_one()
-    except IntegrityError:
-        raise AlreadyExists(f"memo {prepared.uid!r} already exists") from None
-    await _replace_tags(conn, memo_id, prepared.tags)
-    await store_html(conn, memo_id, prepared.values["content"], prepared.html)
+    return int((await insert_memo_row(conn, ctx, prepared)).id)
+
+
+async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> Any:
+    """:func:`insert_memo`, answering the ``memo`` row as written.
+
+    Every statement here runs while the write lock is held (SQLite's only
+    writer), so there are as few as the write needs (docs/decisions/0028):
+    ``ON CONFLICT (uid) DO NOTHING RETURNING`` both detects a taken id (no
+    SAVEPOINT round trips) and hands back the row; a new memo has no tags or
+    rendering to delete first; the outbox asks for the creator's webhooks
+    before it loads anything else.
+    """
+    stmt = (
+        _dialect_insert(conn, memo)
+        .values(**prepared.values)
+        .on_conflict_do_nothing(index_elements=[memo.c.uid])
+        .returning(*memo.c, _HAS_WEBHOOKS)
+    )
+    row = (await conn.execute(stmt)).first()
+    if row is None:
+        raise AlreadyExists(f"memo {prepared.uid!r} already exists")
+    memo_id = int(row.id)
+    if prepared.tags:
+        await conn.execute(
+            memo_tag.insert(),
+            [{"memo_id": memo_id, "tag": t, "position": i} for i, t in enumerate(prepared.tags)],
+        )
+    await store_html(conn, memo_id, prepared.values["content"], prepared.html, fresh=True)
     await _event(conn, ctx, memo_id, "CREATE", 1, None)
-    await emit(conn, ctx, memo_id, Activity.CREATED)
-    return int(memo_id)
+    await emit(
+        conn, ctx, memo_id, Activity.CREATED, owner_id=row.creator_id, has_hooks=row.has_webhooks
+    )
+    return row
 
 
 async def load_for_read(
@@ -403,7 +453,12 @@ async def update_memo(
     if_match: str | None,
     *,
     _attempt: int = 1,
-) -> None:
+) -> Any:
+    """Apply ``paths`` of ``data`` to ``row``: the new ``memo`` row, or None if nothing changed.
+
+    ``row`` may come from a read made before the write lock was taken: the
+    compare-and-swap on its version below is what makes the write safe.
+    """
     from app.memos.present import etag
 
     moving = bool(paths & {"visibility", "space", "tree"})
@@ -455,7 +510,7 @@ async def update_memo(
 
     changed = {k: v for k, v in values.items() if getattr(row, k) != v}
     if not changed:
-        return
+        return None
     if "updated_ts" not in values and set(changed) - {"pinned"}:
         changed["updated_ts"] = ctx.now
     prior = {k: getattr(row, k) for k in TRACKED if k in changed or k == "content"}
@@ -472,10 +527,15 @@ async def update_memo(
     # turns ours into a miss: with If-Match that is a stale etag (412),
     # without it the update is recomputed from the new version, so every
     # acknowledged update gets its own version and history event.
-    swapped = await conn.execute(
-        memo.update().where(memo.c.id == row.id, memo.c.version == row.version).values(**changed)
-    )
-    if swapped.rowcount != 1:
+    new_row = (
+        await conn.execute(
+            memo.update()
+            .where(memo.c.id == row.id, memo.c.version == row.version)
+            .values(**changed)
+            .returning(*memo.c, _HAS_WEBHOOKS)
+        )
+    ).first()
+    if new_row is None:
         if if_match is not None and if_match.strip() != "*":
             raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")
         if _attempt >= _CAS_ATTEMPTS:
@@ -483,11 +543,18 @@ async def update_memo(
         fresh = (await conn.execute(sa.select(memo).where(memo.c.id == row.id))).first()
         if fresh is None:
             raise NotFound(f"memo {row.uid!r} not found")
-        await update_memo(conn, ctx, fresh, data, paths, if_match, _attempt=_attempt + 1)
-        return
+        return await update_memo(conn, ctx, fresh, data, paths, if_match, _attempt=_attempt + 1)
     if tags is not None:
         await _replace_tags(conn, row.id, tags)
     if html is not None and "content" in changed:
         await store_html(conn, row.id, changed["content"], html)
     await _event(conn, ctx, row.id, kind, row.version + 1, prior)
-    await emit(conn, ctx, row.id, Activity.UPDATED)
+    await emit(
+        conn,
+        ctx,
+        row.id,
+        Activity.UPDATED,
+        owner_id=new_row.creator_id,
+        has_hooks=new_row.has_webhooks,
+    )
+    return new_row

@@ -615,12 +615,15 @@ async def purge_until_done(
 async def retention_job(
     engine: AsyncEngine, store: storage.AttachmentStore, interval: float = PURGE_INTERVAL
 ) -> AsyncIterator[None]:
-    """Run the retention job every ``interval`` seconds while the app lives.
+    """Run the retention job every ``interval`` seconds while the app lives, in
+    the one process holding the ``trash-retention`` lease (app.jobs.lease).
 
     The first round waits one interval too: a process that starts and stops
     quickly (a CLI command, a test) never touches the trash.
     """
     import time
+
+    from app.jobs.lease import leased
 
     async def loop() -> None:
         while True:
@@ -630,10 +633,5 @@ async def retention_job(
             except Exception:
                 log.warning("trash.purge_failed", exc_info=True)
 
-    task = asyncio.create_task(loop())
-    try:
+    async with leased(engine, "trash-retention", loop):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

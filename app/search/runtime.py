@@ -24,12 +24,13 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
+from app.jobs.lease import holder_id, leased, take
 from app.search.embedder import Embedder, QueryCache, make_embedder
 from app.search.fusion import Floor, Fusion
 from app.search.relevance import DEFAULT_FUSION, parse_floor
 from app.search.semantic import warm_cache
 from app.search.vectors import VectorCache
-from app.search.worker import run_worker
+from app.search.worker import run_low, run_worker
 
 log = structlog.get_logger("daybook.search")
 
@@ -142,6 +143,44 @@ async def has_pgvector(engine: AsyncEngine) -> bool:
         return found.first() is not None
 
 
+@contextlib.asynccontextmanager
+async def _embedding_lease(
+    engine: AsyncEngine, runtime: SearchRuntime, model: str, stop: asyncio.Event
+) -> AsyncIterator[None]:
+    """The embedding worker, in the one process holding the ``embedding`` lease.
+
+    Only the holder loads a second model, on the embedding thread (lower
+    priority, ``run_low``). A process that wins the lease at start loads it
+    before it serves, as a single process always did (the first requests do
+    not compete with the model load); one that wins it later loads it then.
+    """
+    holder = holder_id()
+    state: dict[str, Any] = {"model": None, "failed": False}
+
+    async def load() -> Any:
+        if state["model"] is None and not state["failed"]:
+            try:
+                state["model"] = await run_low(make_embedder, model)
+            except Exception:
+                state["failed"] = True
+                log.exception("embedding model failed to load: semantic search stays empty")
+        return state["model"]
+
+    with contextlib.suppress(Exception):  # unreachable database: the lease loop retries
+        if await take(engine, "embedding", holder):
+            await load()
+
+    async def job() -> None:
+        own = await load()
+        if own is None:
+            await stop.wait()  # nothing to embed with; keep the lease quietly
+            return
+        await run_worker(engine, own, runtime.pgvector, stop)
+
+    async with leased(engine, "embedding", job, holder=holder):
+        yield
+
+
 def search_lifespan(
     model: str, worker: bool, floor: str = "auto"
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
@@ -164,22 +203,17 @@ def search_lifespan(
         app.state.search = runtime
         stop = asyncio.Event()
         warming = asyncio.create_task(runtime.warm(engine))
-        task: asyncio.Task[None] | None = None
+
+        jobs = contextlib.AsyncExitStack()
         if worker:
-            try:
-                own = await asyncio.to_thread(make_embedder, model)
-            except Exception:
-                log.exception("embedding model failed to load: semantic search stays empty")
-            else:
-                task = asyncio.create_task(run_worker(engine, own, runtime.pgvector, stop))
+            await jobs.enter_async_context(_embedding_lease(engine, runtime, model, stop))
         try:
             yield
         finally:
             stop.set()
-            for running in (warming, task):
-                if running is not None:
-                    running.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await running
+            await jobs.aclose()
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
 
     return lifespan

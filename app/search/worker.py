@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 import structlog
@@ -48,10 +52,34 @@ from app.search.vectors import content_hash, encode, pgvector_text
 log = structlog.get_logger("daybook.search.worker")
 
 BATCH = 32
+NICE = 10  # the embedding thread's niceness: interactive requests first (Linux: per thread)
 SWEEP_CHUNK = 20_000  # ids per statement of the sweep
 SWEEP_SECONDS = 3600.0
 LOG_KEEP = 50_000  # memo_embedding_log entries kept; a process further behind reloads
 MAX_EMBED_CHARS = 2000  # e5/MiniLM read ~512 tokens at most; don't tokenise megabytes
+
+
+_T = TypeVar("_T")
+_low: ThreadPoolExecutor | None = None
+_low_guard = threading.Lock()
+
+
+def _lower_priority() -> None:
+    # On Linux, nice() applies to the calling thread only, and threads it starts
+    # (onnxruntime's intra-op pool, created with the session) inherit it.
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+
+
+async def run_low(fn: Callable[..., _T], *args: Any) -> _T:
+    """Run ``fn(*args)`` on the embedding thread, at lower CPU priority than requests."""
+    global _low
+    with _low_guard:
+        if _low is None:
+            _low = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="daybook-embed", initializer=_lower_priority
+            )
+    return await asyncio.get_running_loop().run_in_executor(_low, fn, *args)
 
 
 def missing_condition(model: str, dim: int) -> sa.ColumnElement[bool]:
@@ -203,7 +231,7 @@ async def embed_pending(
             break
         started = time.perf_counter()
         texts = [embed_text(r.content) for r in rows]
-        vectors = await asyncio.to_thread(embedder.embed_passages, texts)
+        vectors = await run_low(embedder.embed_passages, texts)
         async with write_transaction(engine) as conn:
             total += await store_vectors(conn, embedder, rows, vectors, pgvector)
             await prune_log(conn)

@@ -43,6 +43,7 @@ from app.access.vocab import MemoState
 from app.db.schema import memo, webhook, webhook_delivery, webhook_event
 from app.db.transactions import read_transaction, write_transaction
 from app.instance.store import AccessSettings, load_access
+from app.jobs.lease import leased
 from app.net import guarded
 from app.settings import Settings
 from app.webhooks import payload
@@ -424,7 +425,8 @@ async def worker(engine: AsyncEngine, policy: Policy) -> None:
 
 
 def webhook_lifespan(enabled: bool) -> Any:
-    """The app lifespan running :func:`worker` in this process when ``enabled``."""
+    """The app lifespan running :func:`worker` when ``enabled``, in the one
+    process holding the ``webhook-delivery`` lease (app.jobs.lease)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -432,12 +434,10 @@ def webhook_lifespan(enabled: bool) -> Any:
             yield
             return
         settings: Settings = app.state.settings
-        task = asyncio.create_task(worker(app.state.engine, Policy.from_settings(settings)))
-        try:
+        engine = app.state.engine
+        policy = Policy.from_settings(settings)
+        # One delivering process per database (claims already make two safe).
+        async with leased(engine, "webhook-delivery", lambda: worker(engine, policy)):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     return lifespan

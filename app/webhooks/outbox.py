@@ -32,6 +32,11 @@ from app.webhooks.audience import facts_of, may_read, memo_row, owner_caller
 from app.webhooks.payload import go_memo
 
 
+async def _hook_ids(conn: AsyncConnection, owner_id: int) -> list[int]:
+    found = await conn.execute(sa.select(webhook.c.id).where(webhook.c.owner_id == owner_id))
+    return [int(h) for h in found.scalars()]
+
+
 class Activity(StrEnum):
     CREATED = "memos.memo.created"
     UPDATED = "memos.memo.updated"
@@ -53,12 +58,30 @@ def _recorded(row: Any) -> dict[str, Any]:
     return facts
 
 
-async def emit(conn: AsyncConnection, ctx: Any, memo_id: int, activity: Activity) -> None:
+async def emit(
+    conn: AsyncConnection,
+    ctx: Any,
+    memo_id: int,
+    activity: Activity,
+    *,
+    owner_id: int | None = None,
+    has_hooks: bool | None = None,
+) -> None:
     """Enqueue ``activity`` on ``memo_id`` for the webhooks that should hear of it.
 
     ``ctx`` is the write's :class:`~app.memos.service.WriteContext` (its access
     mode decides PUBLIC reads). Call it before a delete removes the row.
+    ``owner_id``, when the caller knows it, is whose webhooks hear of it (the
+    memo's creator; the parent's creator for a comment): then a write by a user
+    without webhooks costs that one lookup, under the write lock, and nothing
+    else (docs/decisions/0028); ``has_hooks`` is whether that owner has any, when
+    the write's own statement already said so (``RETURNING EXISTS (...)``, in
+    the write's transaction): then it costs nothing.
     """
+    if has_hooks is False and owner_id is not None:
+        return
+    if owner_id is not None and has_hooks is None and not await _hook_ids(conn, owner_id):
+        return
     row = await memo_row(conn, memo_id)
     if row is None:
         return
@@ -71,12 +94,7 @@ async def emit(conn: AsyncConnection, ctx: Any, memo_id: int, activity: Activity
         if parent is None:
             return
         target = parent.creator_id
-    hooks = [
-        int(h)
-        for h in (
-            await conn.execute(sa.select(webhook.c.id).where(webhook.c.owner_id == target))
-        ).scalars()
-    ]
+    hooks = await _hook_ids(conn, target)
     if not hooks:
         return
     owner = await owner_caller(conn, target)

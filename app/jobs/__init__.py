@@ -1,0 +1,1 @@
+"""Background jobs shared by every process on one database."""
