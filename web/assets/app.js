@@ -57,7 +57,18 @@ async function signedIn(res, { fresh }) {
   const now = currentRoute();
   // Pages whose content depends on the spaces draw again; others keep the editor.
   render({ keepComposer: !["space", "m"].includes(now.name) });
+  // Installable and offline (decision 0034): the worker, the outbox, shares.
+  navigator.serviceWorker?.register("/sw.js").catch(() => {});
+  sendOutbox();
+  if (window.caches) caches.has("daybook-share").then((has) => has && import("./outbox.js").then((m) => m.takeShared(composer)));
 }
+
+function sendOutbox() {
+  if (state.me && localStorage.getItem(`daybook.outbox.${state.me.username}`)) {
+    import("./outbox.js").then((m) => m.flush(state.me.username)).then((n) => n && timeline && render());
+  }
+}
+window.addEventListener("online", sendOutbox);
 
 async function reloadStats() {
   try {
@@ -87,6 +98,7 @@ function setDrawer(open) {
 
 async function signOut() {
   try { await api("/auth/signout", { method: "POST" }); } catch { /* ignore */ }
+  navigator.serviceWorker?.controller?.postMessage("signed-out");
   state.me = null;
   setCsrf("");
   showAuth();
@@ -149,6 +161,16 @@ function render({ keepComposer = false } = {}) {
   if (route.name === "trash") {
     import("./data.js").then((m) => { if (currentRoute().name === "trash") m.renderTrash(layout.main); });
     document.title = `${t("trash")} · ${t("appName")}`;
+    return;
+  }
+  if (route.name === "tags" || route.name === "calendar") {
+    const title = t(route.name === "tags" ? "tags" : "calendar");
+    import("./extras.js").then((m) => {
+      if (currentRoute().name !== route.name) return;
+      if (route.name === "tags") m.renderTags(layout.main, { onChanged: reloadStats });
+      else m.renderCalendar(layout.main, route);
+    });
+    document.title = `${title} · ${t("appName")}`;
     return;
   }
   if (route.name === "m") {

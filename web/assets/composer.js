@@ -1,11 +1,11 @@
 // The memo editor: Markdown with a live preview, task insertion, #tag
 // autocomplete, paste/drop attachments, visibility (and space + path for
 // SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
-import { api, features, memoId } from "./api.js";
+import { ApiError, api, features, memoId } from "./api.js";
 import { h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
-import { state } from "./store.js";
+import { localDay, state } from "./store.js";
 import { icon } from "./icons.js";
 import { canonical, pathPicker, writePath } from "./tree.js";
 
@@ -66,10 +66,14 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const taskButton = h("button", { class: "btn ghost icon", type: "button", title: t("addTask"),
     "aria-label": t("addTask"), onclick: () => insertAtLineStart("- [ ] ") }, icon("task"));
 
+  // The memo's date (its display time), e.g. to backfill yesterday; empty: now.
+  const shown = memo ? localDay(memo.displayTime || memo.createTime) : "";
+  const dateInput = h("input", { type: "date", class: "input date-input", "aria-label": t("memoDate"), title: t("memoDate"), value: shown });
+
   const form = h("form", { class: editing ? "composer editing" : "composer", onsubmit: (e) => { e.preventDefault(); save(); } },
     h("div", { class: "editor-wrap" }, textarea, suggestions, preview),
     h("div", { class: "composer-bar" },
-      h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton),
+      h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton, dateInput),
       h("div", { class: "composer-submit" }, visSelect, spaceRow,
         editing ? h("button", { class: "btn", type: "button", onclick: () => onCancel?.() }, t("cancel")) : null,
         saveButton)));
@@ -109,6 +113,14 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     saveButton.textContent = t("saving");
     const body = { content, visibility: visSelect.value };
     if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = writePath(pathInput.value(), spaceSelect.value); }
+    if (dateInput.value && dateInput.value !== shown) {
+      const at = new Date(memo ? memo.displayTime || memo.createTime : Date.now());
+      const [y, m, d] = dateInput.value.split("-").map(Number);
+      at.setFullYear(y, m - 1, d);
+      body.displayTime = at.toISOString();
+    }
+    // A client id on every create, so a retry (the offline outbox) never duplicates.
+    const clientId = [...crypto.getRandomValues(new Uint8Array(11))].map((b) => b.toString(16).padStart(2, "0")).join("");
     try {
       let saved;
       if (editing) {
@@ -116,19 +128,26 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         saved = await api(`/memos/${memoId(memo.name)}`, { method: "PATCH", body, query: { updateMask: mask },
           headers: { "If-Match": memo.etag } });
       } else {
-        saved = await api("/memos", { method: "POST", body });
+        try {
+          saved = await api("/memos", { method: "POST", body, query: { memoId: clientId } });
+        } catch (err) {
+          if (err instanceof ApiError) throw err;
+          (await import("./outbox.js")).enqueue(state.me.username, clientId, body); // offline: sent later
+          saved = null;
+        }
       }
-      if (features.attachments && pending.length) {
+      if (saved && features.attachments && pending.length) {
         await api(`/memos/${memoId(saved.name)}/attachments`, { method: "PATCH",
           body: { attachments: pending.map((name) => ({ name })) }, quiet: true }).catch(() => {});
       }
       if (!editing) {
+        dateInput.value = "";
         textarea.value = "";
         pending.length = 0;
         localStorage.removeItem(draftKey);
         togglePreview(false);
       }
-      onSaved?.(saved);
+      if (saved) onSaved?.(saved);
     } catch {
       // the toast already told the user; keep the text so nothing is lost
     } finally {
@@ -223,5 +242,6 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   form.focusEditor = () => textarea.focus();
   form.refresh = () => { fillChoices(); pathInput.setSpace(spaceSelect.value); syncSpace(); attachButton.hidden = !features.attachments; };
   form.textarea = textarea;
+  form.upload = upload;
   return form;
 }

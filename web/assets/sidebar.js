@@ -33,8 +33,8 @@ export function renderSidebar(container, route) {
       state.spaces.length ? h("ul", { class: "nav-list" },
         state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, "")))) : h("p", { class: "muted small" }, t("noSpaces")),
       h("button", { type: "button", class: "btn small", onclick: () => createSpaceDialog() }, t("newSpace")))) : null,
-    section(t("activity"), heatmap(route)),
-    section(t("tags"), tagTree(route)),
+    section(t("activity"), h("div", {}, heatmap(route), h("a", { class: "nav-link small", href: "#/calendar" }, t("calendar")))),
+    section(t("tags"), h("div", {}, tagTree(route), h("a", { class: "nav-link small", href: "#/tags" }, t("manageTags")))),
     features.views ? section(t("savedViews"), savedViews(route)) : null,
     h("p", { class: "muted small shortcuts" }, t("keyboardHelp")),
   );
