@@ -14,7 +14,13 @@
 const CACHE = "daybook-v1";
 const API = /^\/api\/v1\/(auth\/me$|instance\/profile$|users\/[^/]+:getStats$|memos(\/[^/:]+)?$)/;
 
-self.addEventListener("install", (e) => { self.skipWaiting(); e.waitUntil(caches.open(CACHE)); });
+// Loaded with import() only when needed, so fetched now: the outbox must load offline.
+const LAZY = ["/assets/outbox.js", "/assets/extras.js", "/assets/extras.css", "/assets/i18n/en-extra.js"];
+
+self.addEventListener("install", (e) => {
+  self.skipWaiting();
+  e.waitUntil(caches.open(CACHE).then((c) => c.addAll(LAZY)).catch(() => {}));
+});
 self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
 self.addEventListener("message", (e) => { if (e.data === "signed-out") e.waitUntil(caches.delete(CACHE)); });
 

@@ -127,9 +127,10 @@ def test_backdate_a_memo_and_the_month_calendar(new_page: Any, server: Server) -
     c = card(page, "Backfilled entry")
     c.get_by_label("Actions").click()
     c.get_by_role("menuitem", name="Edit").click()
-    c.get_by_label("Date of the memo").fill(earlier.isoformat())
-    c.get_by_role("button", name="Save").click()
-    expect(c.locator("textarea")).to_have_count(0)
+    editing = page.locator("form.composer.editing")
+    editing.get_by_label("Date of the memo").fill(earlier.isoformat())
+    editing.get_by_role("button", name="Save").click()
+    expect(editing).to_have_count(0)
     moved = next(m for m in _mine(server, "diarist") if m["content"] == "Backfilled entry")
     when = dt.datetime.fromisoformat(moved["displayTime"].replace("Z", "+00:00")).astimezone()
     assert when.date() == earlier
@@ -168,10 +169,10 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     page = new_page()
     ctx = page.context
     sign_in(page, "traveller")
-    page.evaluate("navigator.serviceWorker.ready")
+    page.evaluate("() => navigator.serviceWorker.ready.then(() => true)")
     page.reload()  # now controlled by the worker, which keeps what this load fetches
     expect(card(page, "Packed the bags")).to_have_count(1)
-    page.wait_for_function("navigator.serviceWorker.controller !== null")
+    page.wait_for_function("() => navigator.serviceWorker.controller !== null")
     manifest = page.evaluate("fetch('/assets/manifest.webmanifest').then((r) => r.json())")
     assert manifest["share_target"]["action"] == "/share-target"
 
@@ -188,7 +189,7 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     assert all(m["content"] != "Written on the train" for m in _mine(server, "traveller"))
     ctx.set_offline(False)
     page.evaluate("window.dispatchEvent(new Event('online'))")
-    page.wait_for_function("localStorage.getItem('daybook.outbox.traveller') === null")
+    page.wait_for_function("() => localStorage.getItem('daybook.outbox.traveller') === null")
     sent = [m for m in _mine(server, "traveller") if m["content"] == "Written on the train"]
     assert len(sent) == 1 and sent[0]["name"] == f"memos/{queued[0]['id']}"  # its client id
     # A retry of an entry that did get through (the answer was lost) is no duplicate.
@@ -232,6 +233,6 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     page.get_by_role("button", name="Sign out").first.click()
     page.get_by_label("Username").wait_for()
     page.wait_for_function(
-        "caches.open('daybook-v1').then((c) => c.match('/api/v1/auth/me')).then((r) => !r)"
+        "() => caches.open('daybook-v1').then((c) => c.match('/api/v1/auth/me')).then((r) => !r)"
     )
     assert page.js_errors == []

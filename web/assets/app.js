@@ -165,11 +165,13 @@ function render({ keepComposer = false } = {}) {
   }
   if (route.name === "tags" || route.name === "calendar") {
     const title = t(route.name === "tags" ? "tags" : "calendar");
-    import("./extras.js").then((m) => {
+    const draw = (m) => {
       if (currentRoute().name !== route.name) return;
       if (route.name === "tags") m.renderTags(layout.main, { onChanged: reloadStats });
       else m.renderCalendar(layout.main, route);
-    });
+    };
+    // Drawn at once from the counts at hand, again when fresh ones arrive.
+    import("./extras.js").then((m) => { draw(m); reloadStats().then(() => draw(m)); });
     document.title = `${title} · ${t("appName")}`;
     return;
   }

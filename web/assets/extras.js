@@ -37,7 +37,7 @@ export function renderTags(container, { onChanged }) {
   };
   const row = (name, count, names) => h("li", { class: "tag-row" },
     h("a", { class: "tag-name", href: `#/?tag=${encodeURIComponent(name)}` }, `#${name}`),
-    h("span", { class: "count" }, t("memoCount", { n: count })),
+    h("span", { class: "count" }, t(count === 1 ? "memoCountOne" : "memoCount", { n: count })),
     h("span", { class: "tag-actions" },
       h("button", { type: "button", class: "btn small", "aria-label": t("renameTagOf", { tag: name }), onclick: async () => {
         const to = await tagDialog(t("renameTagOf", { tag: name }), t("newTagName"), name);

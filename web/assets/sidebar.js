@@ -14,8 +14,11 @@ export function renderSidebar(container, route) {
     return h("li", {}, h("a", { href: `#/${name === "home" ? "" : name}${arg ? "/" + encodeURIComponent(arg) : ""}`,
       class: "nav-link", "aria-current": current ? "page" : null }, label));
   };
+  // A redraw (stats arriving) keeps what is being typed in the search box.
+  const old = container.querySelector("#search");
+  const typing = old && document.activeElement === old;
   const search = h("input", { type: "search", class: "input", id: "search", placeholder: t("searchPlaceholder"),
-    "aria-label": t("search"), value: route.params.q || "", autocomplete: "off" });
+    "aria-label": t("search"), value: typing ? old.value : route.params.q || "", autocomplete: "off" });
   const searchForm = h("form", { role: "search", class: "search", onsubmit: (e) => {
     e.preventDefault();
     setParams({ q: search.value.trim() || null });
@@ -38,6 +41,7 @@ export function renderSidebar(container, route) {
     features.views ? section(t("savedViews"), savedViews(route)) : null,
     h("p", { class: "muted small shortcuts" }, t("keyboardHelp")),
   );
+  if (typing) search.focus();
 }
 
 function section(title, body) {

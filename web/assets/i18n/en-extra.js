@@ -4,6 +4,7 @@ export default {
   manageTags: "Manage tags",
   tagsHelp: "Rename, merge or delete a tag in all your memos. Each change is a new version of the memo, kept in its history.",
   memoCount: "{n} memos",
+  memoCountOne: "1 memo",
   rename: "Rename",
   merge: "Merge",
   renameTagOf: "Rename #{tag}",
