@@ -12,7 +12,6 @@ import { renderSidebar } from "./sidebar.js";
 import { currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
 import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
-import { memoPage } from "./memo-page.js";
 import { renderShared } from "./share.js";
 import { contentNode } from "./memo-card.js";
 
@@ -177,7 +176,8 @@ function render({ keepComposer = false } = {}) {
   }
   if (route.name === "m") {
     composer = null;
-    memoPage(layout.main, route.arg);
+    // Loaded when opened (decision 0034: the first load's weight).
+    import("./memo-page.js").then((m) => { if (currentRoute().name === "m") m.memoPage(layout.main, route.arg); });
     return;
   }
   const titles = { home: t("home"), explore: t("explore"), archived: t("archived"),

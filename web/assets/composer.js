@@ -2,7 +2,7 @@
 // autocomplete, paste/drop attachments, visibility (and space + path for
 // SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
 import { ApiError, api, features, memoId } from "./api.js";
-import { h, nextId, toast, debounce } from "./dom.js";
+import { confirmDialog, h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { localDay, state } from "./store.js";
@@ -75,7 +75,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     h("div", { class: "composer-bar" },
       h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton, dateInput),
       h("div", { class: "composer-submit" }, visSelect, spaceRow,
-        editing ? h("button", { class: "btn", type: "button", onclick: () => onCancel?.() }, t("cancel")) : null,
+        editing ? h("button", { class: "btn", type: "button", onclick: () => cancelEdit() }, t("cancel")) : null,
         saveButton)));
 
   function togglePreview(force) {
@@ -105,6 +105,11 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     if (textarea.value.trim()) localStorage.setItem(draftKey, textarea.value);
     else localStorage.removeItem(draftKey);
   }, 250);
+
+  // Leaving an edit with changes asks first (defect 8: Esc used to discard them).
+  async function cancelEdit() {
+    if (textarea.value === memo.content || await confirmDialog(t("discardChanges"), { confirmLabel: t("discard"), danger: true })) onCancel?.();
+  }
 
   async function save() {
     const content = textarea.value;
@@ -142,6 +147,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
       }
       if (!editing) {
         dateInput.value = "";
+        visSelect.value = wanted; // the default every time, never the last choice (defect 3)
+        syncSpace();
         textarea.value = "";
         pending.length = 0;
         localStorage.removeItem(draftKey);
@@ -225,7 +232,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
       if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); matches = []; renderSuggestions(); return; }
     }
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); save(); }
-    else if (e.key === "Escape" && editing) { e.preventDefault(); e.stopPropagation(); onCancel?.(); }
+    else if (e.key === "Escape" && editing) { e.preventDefault(); e.stopPropagation(); cancelEdit(); }
   });
   textarea.addEventListener("paste", (e) => {
     const files = [...(e.clipboardData?.files || [])];

@@ -74,12 +74,12 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
     const target = e.target;
     if (!(target instanceof HTMLElement) || !body.contains(target)) return;
     if (target.matches("input[data-task]")) {
-      e.preventDefault();
-      if (!own) return;
-      const next = toggleTask(memo.content, Number(target.dataset.task));
-      if (next === null) return;
+      const next = own ? toggleTask(memo.content, Number(target.dataset.task)) : null;
+      if (next === null) { e.preventDefault(); return; }
+      // The box ticks at once (defect 8) and is put back if the server refuses.
       const saved = await patch({ content: next }, "content");
       if (saved) await refresh();
+      else target.checked = !target.checked;
     } else if (target.matches(".tag[data-tag]")) {
       setParams({ tag: target.dataset.tag, q: null });
     } else if (target.matches("button.remote-image")) {

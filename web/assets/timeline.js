@@ -81,7 +81,8 @@ export function createTimeline(route, { onCountsChanged } = {}) {
   function card(memo) {
     const el = memoCard(memo, {
       onChanged: (updated) => {
-        el.replaceWith(card(updated));
+        // Pin and unpin move the card at once (defect 8), not after a reload.
+        if (updated.pinned !== memo.pinned) { el.remove(); root.addMemo(updated); } else el.replaceWith(card(updated));
         onCountsChanged?.();
       },
       onRestored: (back) => { if (back.state === (archived ? "ARCHIVED" : "NORMAL")) root.addMemo(back); },

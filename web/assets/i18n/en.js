@@ -33,6 +33,8 @@ export default {
   manageTags: "Manage tags",
   calendar: "Calendar",
   memoDate: "Date of the memo",
+  discardChanges: "Discard your changes to this memo?",
+  discard: "Discard",
   activity: "Activity",
   activityDay: "{count} memos on {date}",
   less: "Less",
