@@ -39,7 +39,8 @@ def test_first_user_journey(new_page: Any, server: Server) -> None:
     editor.fill("")
 
     # Tick a task in place: the source is patched, the box stays ticked.
-    groceries.get_by_label("task 1").click()
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.ok):
+        groceries.get_by_label("task 1").click()  # ticks at once; the PATCH is awaited
     expect(card(page, "Weekend groceries").get_by_label("task 1")).to_be_checked()
     memos = server.api("alice", "GET", "/memos", params={"filter": '"errands" in tags'})["memos"]
     assert memos[0]["content"].startswith("Weekend groceries #errands\n- [x] buy milk\n- [ ] bread")
