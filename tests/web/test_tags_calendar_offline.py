@@ -9,6 +9,7 @@ another person's memos must stay untouched.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import re
 from typing import Any
@@ -19,6 +20,7 @@ from tests.web.conftest import PASSWORD, Server
 from tests.web.pages import EDITOR, card, ensure_admin, memo_action, sign_in, write_memo
 
 PHONE = {"width": 390, "height": 844}
+DOT_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
 def test_first_setup_sign_out_and_default_visibility(new_page: Any, server: Server) -> None:
@@ -134,7 +136,7 @@ def test_quick_actions_give_feedback(new_page: Any, server: Server) -> None:
 def test_mixed_list_keeps_bullets_and_space_page_sends_no_400(
     new_page: Any, server: Server
 ) -> None:
-    """Defect 7 (bullets beside tasks, preview = timeline) and defect 9 (no 400 on a space page)."""
+    """Defects 7 (bullets beside tasks, preview = timeline), 6 (an image once) and 9 (no 400)."""
     ensure_admin(server)
     server.create_user("alice", "lister")
     space = server.api("lister", "POST", "/spaces", json={"title": "Allotment"})
@@ -160,6 +162,23 @@ def test_mixed_list_keeps_bullets_and_space_page_sends_no_400(
     )
     assert card_bullets == preview_bullets
     assert card_bullets[0] != "none" and card_bullets[2] != "none", card_bullets
+
+    # Defect 6: an uploaded image is a chip, not a Markdown line, and shows once.
+    png = base64.b64decode(DOT_PNG)
+    page.locator("form.composer input[type=file]").set_input_files(
+        files=[{"name": "dot.png", "mimeType": "image/png", "buffer": png}]
+    )
+    chip = page.locator(".pending-files li", has_text="dot.png")
+    expect(chip).to_be_visible()
+    expect(page.locator(".pending-files")).not_to_contain_text("Uploading")
+    editor.fill("Photo of the plot")
+    assert "/file/" not in editor.input_value()
+    editor.press("Control+Enter")
+    photo = card(page, "Photo of the plot")
+    expect(photo.locator("img")).to_have_count(1)
+    expect(page.locator(".pending-files li")).to_have_count(0)
+    stored = next(m for m in _mine(server, "lister") if m["content"] == "Photo of the plot")
+    assert [a["filename"] for a in stored["attachments"]] == ["dot.png"]
 
     bad: list[str] = []
     page.on("response", lambda r: bad.append(r.url) if r.status == 400 else None)
@@ -376,7 +395,7 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     )
     editor = page.get_by_label(EDITOR)
     expect(editor).to_have_value(re.compile(r"^Shared title\nLook at this\nhttps://example.com/x"))
-    expect(editor).to_have_value(re.compile(r"dot\.png"))
+    expect(page.locator(".pending-files li", has_text="dot.png")).to_be_visible()
     editor.press("Control+Enter")
     expect(card(page, "Look at this")).to_have_count(1)
     shared = next(m for m in _mine(server, "traveller") if "Look at this" in m["content"])

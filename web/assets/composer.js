@@ -24,6 +24,15 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const preview = h("div", { class: "memo-content preview", hidden: true, "aria-live": "polite" });
   const suggestions = h("ul", { class: "suggestions", id: listId, role: "listbox", hidden: true, "aria-label": t("tagSuggestions") });
   const pending = memo ? memo.attachments.map((a) => a.name) : [];
+  // Attachments as chips, not Markdown lines in the text (defect 6): the card
+  // shows them once, below the content.
+  const fileList = h("ul", { class: "pending-files", "aria-label": t("attachments") });
+  const fileChip = (name, label) => {
+    const li = h("li", { class: "chip" }, label, " ", h("button", { type: "button", class: "link", "aria-label": t("removeFile", { name: label }),
+      onclick: () => { pending.splice(pending.indexOf(name), 1); li.remove(); } }, "×"));
+    fileList.append(li);
+  };
+  memo?.attachments.forEach((a) => fileChip(a.name, a.filename));
 
   // Visibility (with the instance's rules), and the space + path pair for
   // SPACE memos ("share" preselected). Refilled once optional features are known.
@@ -71,7 +80,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const dateInput = h("input", { type: "date", class: "input date-input", "aria-label": t("memoDate"), title: t("memoDate"), value: shown });
 
   const form = h("form", { class: editing ? "composer editing" : "composer", onsubmit: (e) => { e.preventDefault(); save(); } },
-    h("div", { class: "editor-wrap" }, textarea, suggestions, preview),
+    h("div", { class: "editor-wrap" }, textarea, suggestions, preview, fileList),
     h("div", { class: "composer-bar" },
       h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton, dateInput),
       h("div", { class: "composer-submit" }, visSelect, spaceRow,
@@ -141,7 +150,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
           saved = null;
         }
       }
-      if (saved && features.attachments && pending.length) {
+      if (saved && features.attachments && (editing ? pending.join() !== memo.attachments.map((a) => a.name).join() : pending.length)) {
         await api(`/memos/${memoId(saved.name)}/attachments`, { method: "PATCH",
           body: { attachments: pending.map((name) => ({ name })) }, quiet: true }).catch(() => {});
       }
@@ -151,6 +160,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         syncSpace();
         textarea.value = "";
         pending.length = 0;
+        fileList.replaceChildren();
         localStorage.removeItem(draftKey);
         togglePreview(false);
       }
@@ -166,7 +176,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   async function upload(files) {
     if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
     for (const file of files) {
-      toast(t("attaching", { name: file.name }));
+      const busy = h("li", { class: "chip" }, t("attaching", { name: file.name }));
+      fileList.append(busy);
       const content = await new Promise((resolve) => {
         const reader = new FileReader();
         reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
@@ -176,11 +187,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         const att = await api("/attachments", { method: "POST",
           body: { filename: file.name, type: file.type || "application/octet-stream", content } });
         pending.push(att.name);
-        const url = `/file/${att.name}/${encodeURIComponent(att.filename || file.name)}`;
-        const md = file.type.startsWith("image/") ? `![${file.name}](${url})` : `[${file.name}](${url})`;
-        textarea.setRangeText(`${md}\n`, textarea.selectionStart, textarea.selectionEnd, "end");
-        saveDraft();
-      } catch { /* toasted */ }
+        fileChip(att.name, att.filename || file.name);
+      } catch { /* toasted */ } finally { busy.remove(); }
     }
   }
 

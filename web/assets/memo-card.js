@@ -93,8 +93,10 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
     b.prepend(icon("image"));
   });
 
-  const attachments = memo.attachments?.length
-    ? h("ul", { class: "attachments", "aria-label": t("attachments") }, memo.attachments.map((a) => {
+  // An image the content already shows (older memos) is not repeated below it (defect 6).
+  const listed = (memo.attachments || []).filter((a) => !(memo.content || "").includes(`/file/${a.name}/`));
+  const attachments = listed.length
+    ? h("ul", { class: "attachments", "aria-label": t("attachments") }, listed.map((a) => {
       const url = `/file/${a.name}/${encodeURIComponent(a.filename)}`;
       return h("li", {}, a.type?.startsWith("image/")
         ? h("a", { href: url, target: "_blank", rel: "noopener" }, h("img", { src: url, alt: a.filename, loading: "lazy" }))

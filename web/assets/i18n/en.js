@@ -56,6 +56,7 @@ export default {
   addTask: "Add a task",
   attach: "Attach files",
   attaching: "Uploading {name}…",
+  removeFile: "Remove {name}",
   attachUnavailable: "Attachments are not available on this server yet.",
   visibility: "Visibility",
   vis_PRIVATE: "Private",
