@@ -1,8 +1,8 @@
 // Daybook's service worker (decision 0034): the app opens offline with the
 // last timeline it showed, and other apps can share into a new memo.
 //
-// - Network first, the cache as the fallback: the shell ("/" for every
-//   navigation), /assets/*, and the few API reads the first screen makes
+// - Network first, the cache as the fallback: the shell (navigations to
+//   "/"; the client routes are in the hash), /assets/*, and the few API reads the first screen makes
 //   (who am I, the profile, stats, memo lists). Online, nothing is served
 //   stale; offline, the last answers are.
 // - Writes are never intercepted: the client's outbox queues a memo written
@@ -30,7 +30,9 @@ self.addEventListener("fetch", (e) => {
   if (url.origin !== location.origin) return;
   if (req.method === "POST" && url.pathname === "/share-target") { e.respondWith(shared(req)); return; }
   if (req.method !== "GET") return;
-  if (req.mode === "navigate") e.respondWith(networkFirst(req, "/"));
+  // Only the app's own page: a navigation to an export download or the reset
+  // page must never be stored as the shell.
+  if (req.mode === "navigate" && url.pathname === "/") e.respondWith(networkFirst(req, "/"));
   else if (url.pathname.startsWith("/assets/") || API.test(url.pathname)) e.respondWith(networkFirst(req, req));
 });
 
