@@ -43,6 +43,7 @@ async function signedIn(res, { fresh }) {
   state.me = res.user;
   setCsrf(res.csrfToken);
   if (fresh && !location.hash.startsWith("#/settings")) history.replaceState(null, "", "#/");
+  if (fresh) navigator.serviceWorker?.controller?.postMessage("signed-out"); // nothing of an earlier person offline
   buildLayout();
   render();
   performance.mark("editor-ready");
