@@ -220,7 +220,7 @@ def test_rename_merge_delete_a_tag(new_page: Any, server: Server) -> None:
     dlg.get_by_label("New name").fill("project")
     dlg.get_by_role("button", name="Save").click()
     expect(page.locator(".toast", has_text="Renamed #work to #project in 2 memos.")).to_be_visible()
-    expect(rows.filter(has_text="#project/q4")).to_have_count(1)
+    expect(rows.filter(has_text="#project/q4")).to_have_count(1, timeout=10_000)
     expect(rows.filter(has_text="#work")).to_have_count(0)
     contents = {m["content"] for m in _mine(server, "tagger")}
     assert contents == {"Standup notes #project", "Sprint plan #project/q4", "Interview #job"}
@@ -232,7 +232,7 @@ def test_rename_merge_delete_a_tag(new_page: Any, server: Server) -> None:
     dlg.get_by_label("Merge into").select_option("job")
     dlg.get_by_role("button", name="Save").click()
     expect(page.locator(".toast", has_text="Merged #project into #job in 2 memos.")).to_be_visible()
-    expect(rows.filter(has_text="#project")).to_have_count(0)
+    expect(rows.filter(has_text="#project")).to_have_count(0, timeout=10_000)
 
     # Delete #job: cancel changes nothing, confirm un-tags all three.
     page.get_by_role("button", name="Delete #job", exact=True).click()

@@ -70,10 +70,12 @@ function sendOutbox() {
 }
 window.addEventListener("online", sendOutbox);
 
+let statsTurn = 0;
 async function reloadStats() {
-  try {
-    state.stats = await api(`/users/${encodeURIComponent(state.me.username)}:getStats`, { quiet: true });
-  } catch { state.stats = null; }
+  const turn = ++statsTurn; // a late answer to an older request never overwrites a newer one
+  let stats = null;
+  try { stats = await api(`/users/${encodeURIComponent(state.me.username)}:getStats`, { quiet: true }); } catch { /* none */ }
+  if (turn === statsTurn) state.stats = stats;
   if (layout) renderSidebar(layout.sidebar, currentRoute());
 }
 
