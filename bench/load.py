@@ -76,7 +76,8 @@ def _children(pid: int) -> list[int]:
 def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
-    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
+    # Rate limits off: one client address drives every simulated user (decision 0029).
+    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json", DAYBOOK_RATE_LIMITS="0")
     proc = subprocess.Popen(
         [
             sys.executable,

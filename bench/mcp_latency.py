@@ -66,6 +66,7 @@ def _start(data: Path) -> tuple[subprocess.Popen[bytes], str]:
         "DAYBOOK_LOG_FORMAT": "json",
         "DAYBOOK_EMBEDDING_MODEL": "hash",
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
     }
     args = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data", str(data)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)

@@ -54,6 +54,7 @@ def _env() -> dict[str, str]:
     return {
         **env,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # the writer loops past 120 writes/min (decision 0029)
         "DAYBOOK_LOG_FORMAT": "json",
         "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}",
     }

@@ -421,6 +421,11 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 started_ms=now * 1000,
                 duration_ms=40,
             )
+        # Rate limit counters (0017): one key's window.
+        if "rate_limit" in await live(engine, conn):
+            await conn.execute(
+                s.rate_limit.insert().values(key="0" * 64, window_start=now - now % 60, hits=3)
+            )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
             await conn.execute(

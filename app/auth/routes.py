@@ -64,10 +64,24 @@ def _client(request: Request[Any, Any, Any]) -> str:
 
 
 def _policies(settings: Settings) -> tuple[throttle.Policy, throttle.Policy]:
+    """Decision 0029's sign-in rows of the rate-limit table, served by the throttle:
+    ``signin-user`` per (username, client), ``signin-client`` per client."""
     window = settings.signin_failure_window
     per_user = throttle.Policy(free=settings.signin_failure_limit, quiet=window)
-    per_client = throttle.Policy(free=settings.signin_failure_limit * 5, quiet=window)
+    per_client = throttle.Policy(free=settings.signin_client_limit, quiet=window)
     return per_user, per_client
+
+
+def _throttled(what: str, name: str, policy: throttle.Policy, wait: int) -> ResourceExhausted:
+    """429 with the same ``RateLimit`` fields as the rate limiter's (app.limits.policy)."""
+    return ResourceExhausted(
+        f"too many {what} from this client: retry in {wait} s",
+        retry_after=wait,
+        headers={
+            "RateLimit-Policy": f'"{name}";q={policy.free};w={policy.quiet}',
+            "RateLimit": f'"{name}";r=0;t={wait}',
+        },
+    )
 
 
 async def admit_password_guess(
@@ -78,9 +92,7 @@ async def admit_password_guess(
     key = throttle.user_key(username, _client(request))
     wait = await throttle.admit(state.engine, [(key, per_user)], now)
     if wait:
-        raise ResourceExhausted(
-            f"too many password attempts from this client: retry in {wait} s", retry_after=wait
-        )
+        raise _throttled("password attempts", "signin-user", per_user, wait)
 
 
 def check_credential_request(request: Request[Any, Any, Any], settings: Settings) -> None:
@@ -128,9 +140,9 @@ class AuthController(Controller):
             state.engine, [(client_key, per_client), (user_key, per_user)], now
         )
         if wait:
-            raise ResourceExhausted(
-                f"too many sign-in attempts from this client: retry in {wait} s", retry_after=wait
-            )
+            if (await throttle.peek(state.engine, user_key, now, per_user)).allowed:
+                raise _throttled("sign-in attempts", "signin-client", per_client, wait)
+            raise _throttled("sign-in attempts for this user", "signin-user", per_user, wait)
         async with read_phase(db):  # the password is checked with no write lock held
             row = (
                 await db.execute(

@@ -86,6 +86,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {
         **os.environ,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
         "DAYBOOK_EMBEDDING_MODEL": "hash",
         "DAYBOOK_LOG_FORMAT": "json",
     }
