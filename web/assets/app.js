@@ -167,13 +167,14 @@ function render({ keepComposer = false } = {}) {
   }
   if (route.name === "tags" || route.name === "calendar") {
     const title = t(route.name === "tags" ? "tags" : "calendar");
-    const draw = (m) => {
-      if (currentRoute().name !== route.name) return;
-      if (route.name === "tags") m.renderTags(layout.main, { onChanged: reloadStats });
-      else m.renderCalendar(layout.main, route);
-    };
-    // Drawn at once from the counts at hand, again when fresh ones arrive.
-    import("./extras.js").then((m) => { draw(m); reloadStats().then(() => draw(m)); });
+    // Drawn at once from the counts at hand, again when fresh ones arrive
+    // (the tags screen refreshes its own list, so a rename's redraw is never lost).
+    const draw = (m) => currentRoute().name === "calendar" && m.renderCalendar(layout.main, route);
+    import("./extras.js").then((m) => {
+      if (route.name === "tags") { if (currentRoute().name === "tags") m.renderTags(layout.main, { onChanged: reloadStats }); return; }
+      draw(m);
+      reloadStats().then(() => draw(m));
+    });
     document.title = `${title} · ${t("appName")}`;
     return;
   }

@@ -65,6 +65,7 @@ export function renderTags(container, { onChanged }) {
         } catch { /* toasted */ }
       } }, t("deleteTag"))));
   draw();
+  onChanged().then(draw); // fresh counts into this same list
   clear(container, h("h1", { class: "page-title" }, t("manageTags")), h("p", { class: "muted" }, t("tagsHelp")), list);
 }
 
