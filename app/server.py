@@ -50,6 +50,7 @@ from app.memos.history_routes import MemoHistoryController
 from app.memos.parse_pool import warm_pool
 from app.memos.revert_routes import MemoRevertController
 from app.memos.routes import MemoController
+from app.memos.tag_routes import TagController
 from app.memos.trash import retention_job
 from app.memos.trash_routes import TrashController
 from app.portability.routes import PortabilityController
@@ -200,6 +201,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             WebhookController,
             SearchController,  # before MemoController: /:search is static
             LinkMetadataController,  # before MemoController: /-/linkMetadata is static
+            TagController,  # before MemoController: /-/tags is static
             MemoBatchController,  # before MemoController: /:batchCreate is static
             MemoHistoryController,
             MemoRevertController,

@@ -96,6 +96,12 @@ def web_reset_password(request: Request[Any, Any, Any]) -> Response[bytes]:
     return _serve(WEB_ROOT / "reset-password.html", request)
 
 
+@get("/sw.js", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
+def web_service_worker(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The service worker, at the root so its scope is the whole app (decision 0034)."""
+    return _serve(WEB_ROOT / "sw.js", request)
+
+
 @get("/{spa:path}", exclude_from_auth=True, include_in_schema=False, sync_to_thread=False)
 def web_fallback(
     request: Request[Any, Any, Any],
@@ -106,4 +112,4 @@ def web_fallback(
     return _index(request)
 
 
-WEB_HANDLERS = [web_index, web_asset, web_reset_password, web_fallback]
+WEB_HANDLERS = [web_index, web_asset, web_reset_password, web_service_worker, web_fallback]

@@ -39,7 +39,8 @@ def test_first_user_journey(new_page: Any, server: Server) -> None:
     editor.fill("")
 
     # Tick a task in place: the source is patched, the box stays ticked.
-    groceries.get_by_label("task 1").click()
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.ok):
+        groceries.get_by_label("task 1").click()  # ticks at once; the PATCH is awaited
     expect(card(page, "Weekend groceries").get_by_label("task 1")).to_be_checked()
     memos = server.api("alice", "GET", "/memos", params={"filter": '"errands" in tags'})["memos"]
     assert memos[0]["content"].startswith("Weekend groceries #errands\n- [x] buy milk\n- [ ] bread")
@@ -60,8 +61,11 @@ def test_first_user_journey(new_page: Any, server: Server) -> None:
     search.fill("groceries")
     search.press("Enter")
     expect(page).to_have_url(re.compile(r"q=groceries"))
-    expect(card(page, "Weekend groceries")).to_be_visible()
-    expect(card(page, "Standup notes")).to_have_count(0)
+    # Results, not a timeline (decision 0034): a count, the hit, its term marked.
+    expect(page.locator(".result-count")).to_have_text("1 result for “groceries”")
+    hit = page.locator("li.result", has_text="Weekend groceries")
+    expect(hit.locator("mark")).to_have_text("groceries")
+    expect(page.locator("li.result", has_text="Standup notes")).to_have_count(0)
     page.get_by_role("link", name="Home").click()
 
     # Edit inline.

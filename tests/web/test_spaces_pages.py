@@ -299,7 +299,9 @@ def test_space_workflow(new_page: Any, server: Server) -> None:
     bob.reload()
     box = card(bob, "Watering rota").get_by_label("task 1")
     expect(box).to_be_enabled()
-    box.click()
+    # The box ticks at once (decision 0034); the server's answer is awaited here.
+    with bob.expect_response(lambda r: r.request.method == "PATCH" and r.ok):
+        box.click()
     expect(card(bob, "Watering rota").get_by_label("task 1")).to_be_checked()
     content = server.api("bob", "GET", f"/{memo['name']}")["content"]
     assert "- [x] water the tomatoes" in content

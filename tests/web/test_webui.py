@@ -48,6 +48,8 @@ def test_index_is_html_with_a_strict_csp(web: TestClient[Any]) -> None:
         ("/assets/app.css", "text/css"),
         ("/assets/i18n/en.js", "text/javascript"),
         ("/assets/icon.svg", "image/svg+xml"),
+        ("/assets/manifest.webmanifest", "application/manifest+json"),
+        ("/sw.js", "text/javascript"),  # at the root: its scope is the whole app (0034)
     ],
 )
 def test_assets_have_their_media_types(web: TestClient[Any], path: str, media: str) -> None:
@@ -112,3 +114,13 @@ def test_content_html_is_opt_in(web: TestClient[Any]) -> None:
     assert listed["contentHtml"].startswith('<p>hi &lt;b&gt;x&lt;/b&gt; <span class="tag"')
     got = (web.get(f"/api/v1/{made['name']}?view=html", headers=auth)).json()
     assert got["contentHtml"] == listed["contentHtml"]
+
+
+def test_manifest_names_the_share_target_the_worker_takes(web: TestClient[Any]) -> None:
+    manifest = web.get("/assets/manifest.webmanifest").json()
+    assert manifest["start_url"] == "/" and manifest["display"] == "standalone"
+    target = manifest["share_target"]
+    assert target["action"] == "/share-target" and target["method"] == "POST"
+    assert set(target["params"]) == {"title", "text", "url", "files"}
+    assert '"/share-target"' in web.get("/sw.js").text
+    assert 'rel="manifest"' in web.get("/").text

@@ -12,7 +12,6 @@ import { renderSidebar } from "./sidebar.js";
 import { currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
 import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
-import { memoPage } from "./memo-page.js";
 import { renderShared } from "./share.js";
 import { contentNode } from "./memo-card.js";
 
@@ -44,6 +43,7 @@ async function signedIn(res, { fresh }) {
   state.me = res.user;
   setCsrf(res.csrfToken);
   if (fresh && !location.hash.startsWith("#/settings")) history.replaceState(null, "", "#/");
+  if (fresh) navigator.serviceWorker?.controller?.postMessage("signed-out"); // nothing of an earlier person offline
   buildLayout();
   render();
   performance.mark("editor-ready");
@@ -57,12 +57,25 @@ async function signedIn(res, { fresh }) {
   const now = currentRoute();
   // Pages whose content depends on the spaces draw again; others keep the editor.
   render({ keepComposer: !["space", "m"].includes(now.name) });
+  // Installable and offline (decision 0034): the worker, the outbox, shares.
+  navigator.serviceWorker?.register("/sw.js").catch(() => {});
+  sendOutbox();
+  if (window.caches) caches.has("daybook-share").then((has) => has && import("./outbox.js").then((m) => m.takeShared(composer)));
 }
 
+function sendOutbox() {
+  if (state.me && localStorage.getItem(`daybook.outbox.${state.me.username}`)) {
+    import("./outbox.js").then((m) => m.flush(state.me.username)).then((n) => n && timeline && render());
+  }
+}
+window.addEventListener("online", sendOutbox);
+
+let statsTurn = 0;
 async function reloadStats() {
-  try {
-    state.stats = await api(`/users/${encodeURIComponent(state.me.username)}:getStats`, { quiet: true });
-  } catch { state.stats = null; }
+  const turn = ++statsTurn; // a late answer to an older request never overwrites a newer one
+  let stats = null;
+  try { stats = await api(`/users/${encodeURIComponent(state.me.username)}:getStats`, { quiet: true }); } catch { /* none */ }
+  if (turn === statsTurn) state.stats = stats;
   if (layout) renderSidebar(layout.sidebar, currentRoute());
 }
 
@@ -87,6 +100,7 @@ function setDrawer(open) {
 
 async function signOut() {
   try { await api("/auth/signout", { method: "POST" }); } catch { /* ignore */ }
+  navigator.serviceWorker?.controller?.postMessage("signed-out");
   state.me = null;
   setCsrf("");
   showAuth();
@@ -151,9 +165,23 @@ function render({ keepComposer = false } = {}) {
     document.title = `${t("trash")} · ${t("appName")}`;
     return;
   }
+  if (route.name === "tags" || route.name === "calendar") {
+    const title = t(route.name === "tags" ? "tags" : "calendar");
+    // Drawn at once from the counts at hand, again when fresh ones arrive
+    // (the tags screen refreshes its own list, so a rename's redraw is never lost).
+    const draw = (m) => currentRoute().name === "calendar" && m.renderCalendar(layout.main, route);
+    import("./extras.js").then((m) => {
+      if (route.name === "tags") { if (currentRoute().name === "tags") m.renderTags(layout.main, { onChanged: reloadStats }); return; }
+      draw(m);
+      reloadStats().then(() => draw(m));
+    });
+    document.title = `${title} · ${t("appName")}`;
+    return;
+  }
   if (route.name === "m") {
     composer = null;
-    memoPage(layout.main, route.arg);
+    // Loaded when opened (decision 0034: the first load's weight).
+    import("./memo-page.js").then((m) => { if (currentRoute().name === "m") m.memoPage(layout.main, route.arg); });
     return;
   }
   const titles = { home: t("home"), explore: t("explore"), archived: t("archived"),

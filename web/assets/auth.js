@@ -23,6 +23,7 @@ export function renderAuth(container, { onSignedIn }) {
       try {
         error.hidden = true;
         if (signup) await api("/users", { method: "POST", quiet: true, body: { username: username.value.trim(), password: password.value } });
+        if (signup && state.profile) state.profile.initialized = true; // a later sign-out offers Sign in (defect 2)
         const res = await api("/auth/signin", { method: "POST", quiet: true,
           body: { passwordCredentials: { username: username.value.trim(), password: password.value } } });
         onSignedIn(res);

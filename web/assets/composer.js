@@ -1,11 +1,11 @@
 // The memo editor: Markdown with a live preview, task insertion, #tag
 // autocomplete, paste/drop attachments, visibility (and space + path for
 // SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
-import { api, features, memoId } from "./api.js";
-import { h, nextId, toast, debounce } from "./dom.js";
+import { ApiError, api, features, memoId } from "./api.js";
+import { confirmDialog, h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
-import { state } from "./store.js";
+import { localDay, state } from "./store.js";
 import { icon } from "./icons.js";
 import { canonical, pathPicker, writePath } from "./tree.js";
 
@@ -24,6 +24,15 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const preview = h("div", { class: "memo-content preview", hidden: true, "aria-live": "polite" });
   const suggestions = h("ul", { class: "suggestions", id: listId, role: "listbox", hidden: true, "aria-label": t("tagSuggestions") });
   const pending = memo ? memo.attachments.map((a) => a.name) : [];
+  // Attachments as chips, not Markdown lines in the text (defect 6): the card
+  // shows them once, below the content.
+  const fileList = h("ul", { class: "pending-files", "aria-label": t("attachments") });
+  const fileChip = (name, label) => {
+    const li = h("li", { class: "chip" }, label, " ", h("button", { type: "button", class: "link", "aria-label": t("removeFile", { name: label }),
+      onclick: () => { pending.splice(pending.indexOf(name), 1); li.remove(); } }, "×"));
+    fileList.append(li);
+  };
+  memo?.attachments.forEach((a) => fileChip(a.name, a.filename));
 
   // Visibility (with the instance's rules), and the space + path pair for
   // SPACE memos ("share" preselected). Refilled once optional features are known.
@@ -66,12 +75,16 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const taskButton = h("button", { class: "btn ghost icon", type: "button", title: t("addTask"),
     "aria-label": t("addTask"), onclick: () => insertAtLineStart("- [ ] ") }, icon("task"));
 
+  // The memo's date (its display time), e.g. to backfill yesterday; empty: now.
+  const shown = memo ? localDay(memo.displayTime || memo.createTime) : "";
+  const dateInput = h("input", { type: "date", class: "input date-input", "aria-label": t("memoDate"), title: t("memoDate"), value: shown });
+
   const form = h("form", { class: editing ? "composer editing" : "composer", onsubmit: (e) => { e.preventDefault(); save(); } },
-    h("div", { class: "editor-wrap" }, textarea, suggestions, preview),
+    h("div", { class: "editor-wrap" }, textarea, suggestions, preview, fileList),
     h("div", { class: "composer-bar" },
-      h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton),
+      h("div", { class: "composer-tools" }, taskButton, attachButton, fileInput, previewButton, dateInput),
       h("div", { class: "composer-submit" }, visSelect, spaceRow,
-        editing ? h("button", { class: "btn", type: "button", onclick: () => onCancel?.() }, t("cancel")) : null,
+        editing ? h("button", { class: "btn", type: "button", onclick: () => cancelEdit() }, t("cancel")) : null,
         saveButton)));
 
   function togglePreview(force) {
@@ -102,6 +115,11 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     else localStorage.removeItem(draftKey);
   }, 250);
 
+  // Leaving an edit with changes asks first (defect 8: Esc used to discard them).
+  async function cancelEdit() {
+    if (textarea.value === memo.content || await confirmDialog(t("discardChanges"), { confirmLabel: t("discard"), danger: true })) onCancel?.();
+  }
+
   async function save() {
     const content = textarea.value;
     if (!content.trim() && !pending.length) { textarea.focus(); return; }
@@ -109,6 +127,14 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     saveButton.textContent = t("saving");
     const body = { content, visibility: visSelect.value };
     if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = writePath(pathInput.value(), spaceSelect.value); }
+    if (dateInput.value && dateInput.value !== shown) {
+      const at = new Date(memo ? memo.displayTime || memo.createTime : Date.now());
+      const [y, m, d] = dateInput.value.split("-").map(Number);
+      at.setFullYear(y, m - 1, d);
+      body.displayTime = at.toISOString();
+    }
+    // A client id on every create, so a retry (the offline outbox) never duplicates.
+    const clientId = [...crypto.getRandomValues(new Uint8Array(11))].map((b) => b.toString(16).padStart(2, "0")).join("");
     try {
       let saved;
       if (editing) {
@@ -116,19 +142,29 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         saved = await api(`/memos/${memoId(memo.name)}`, { method: "PATCH", body, query: { updateMask: mask },
           headers: { "If-Match": memo.etag } });
       } else {
-        saved = await api("/memos", { method: "POST", body });
+        try {
+          saved = await api("/memos", { method: "POST", body, query: { memoId: clientId } });
+        } catch (err) {
+          if (err instanceof ApiError) throw err;
+          (await import("./outbox.js")).enqueue(state.me.username, clientId, body); // offline: sent later
+          saved = null;
+        }
       }
-      if (features.attachments && pending.length) {
+      if (saved && features.attachments && (editing ? pending.join() !== memo.attachments.map((a) => a.name).join() : pending.length)) {
         await api(`/memos/${memoId(saved.name)}/attachments`, { method: "PATCH",
           body: { attachments: pending.map((name) => ({ name })) }, quiet: true }).catch(() => {});
       }
       if (!editing) {
+        dateInput.value = "";
+        visSelect.value = wanted; // the default every time, never the last choice (defect 3)
+        syncSpace();
         textarea.value = "";
         pending.length = 0;
+        fileList.replaceChildren();
         localStorage.removeItem(draftKey);
         togglePreview(false);
       }
-      onSaved?.(saved);
+      if (saved) onSaved?.(saved);
     } catch {
       // the toast already told the user; keep the text so nothing is lost
     } finally {
@@ -140,7 +176,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   async function upload(files) {
     if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
     for (const file of files) {
-      toast(t("attaching", { name: file.name }));
+      const busy = h("li", { class: "chip" }, t("attaching", { name: file.name }));
+      fileList.append(busy);
       const content = await new Promise((resolve) => {
         const reader = new FileReader();
         reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
@@ -150,11 +187,8 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         const att = await api("/attachments", { method: "POST",
           body: { filename: file.name, type: file.type || "application/octet-stream", content } });
         pending.push(att.name);
-        const url = `/file/${att.name}/${encodeURIComponent(att.filename || file.name)}`;
-        const md = file.type.startsWith("image/") ? `![${file.name}](${url})` : `[${file.name}](${url})`;
-        textarea.setRangeText(`${md}\n`, textarea.selectionStart, textarea.selectionEnd, "end");
-        saveDraft();
-      } catch { /* toasted */ }
+        fileChip(att.name, att.filename || file.name);
+      } catch { /* toasted */ } finally { busy.remove(); }
     }
   }
 
@@ -206,7 +240,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
       if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); matches = []; renderSuggestions(); return; }
     }
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); save(); }
-    else if (e.key === "Escape" && editing) { e.preventDefault(); e.stopPropagation(); onCancel?.(); }
+    else if (e.key === "Escape" && editing) { e.preventDefault(); e.stopPropagation(); cancelEdit(); }
   });
   textarea.addEventListener("paste", (e) => {
     const files = [...(e.clipboardData?.files || [])];
@@ -223,5 +257,6 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   form.focusEditor = () => textarea.focus();
   form.refresh = () => { fillChoices(); pathInput.setSpace(spaceSelect.value); syncSpace(); attachButton.hidden = !features.attachments; };
   form.textarea = textarea;
+  form.upload = upload;
   return form;
 }

@@ -74,12 +74,12 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
     const target = e.target;
     if (!(target instanceof HTMLElement) || !body.contains(target)) return;
     if (target.matches("input[data-task]")) {
-      e.preventDefault();
-      if (!own) return;
-      const next = toggleTask(memo.content, Number(target.dataset.task));
-      if (next === null) return;
+      const next = own ? toggleTask(memo.content, Number(target.dataset.task)) : null;
+      if (next === null) { e.preventDefault(); return; }
+      // The box ticks at once (defect 8) and is put back if the server refuses.
       const saved = await patch({ content: next }, "content");
       if (saved) await refresh();
+      else target.checked = !target.checked;
     } else if (target.matches(".tag[data-tag]")) {
       setParams({ tag: target.dataset.tag, q: null });
     } else if (target.matches("button.remote-image")) {
@@ -93,8 +93,10 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
     b.prepend(icon("image"));
   });
 
-  const attachments = memo.attachments?.length
-    ? h("ul", { class: "attachments", "aria-label": t("attachments") }, memo.attachments.map((a) => {
+  // An image the content already shows (older memos) is not repeated below it (defect 6).
+  const listed = (memo.attachments || []).filter((a) => !(memo.content || "").includes(`/file/${a.name}/`));
+  const attachments = listed.length
+    ? h("ul", { class: "attachments", "aria-label": t("attachments") }, listed.map((a) => {
       const url = `/file/${a.name}/${encodeURIComponent(a.filename)}`;
       return h("li", {}, a.type?.startsWith("image/")
         ? h("a", { href: url, target: "_blank", rel: "noopener" }, h("img", { src: url, alt: a.filename, loading: "lazy" }))

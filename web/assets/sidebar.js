@@ -14,8 +14,11 @@ export function renderSidebar(container, route) {
     return h("li", {}, h("a", { href: `#/${name === "home" ? "" : name}${arg ? "/" + encodeURIComponent(arg) : ""}`,
       class: "nav-link", "aria-current": current ? "page" : null }, label));
   };
+  // A redraw (stats arriving) keeps what is being typed in the search box.
+  const old = container.querySelector("#search");
+  const typing = old && document.activeElement === old;
   const search = h("input", { type: "search", class: "input", id: "search", placeholder: t("searchPlaceholder"),
-    "aria-label": t("search"), value: route.params.q || "", autocomplete: "off" });
+    "aria-label": t("search"), value: typing ? old.value : route.params.q || "", autocomplete: "off" });
   const searchForm = h("form", { role: "search", class: "search", onsubmit: (e) => {
     e.preventDefault();
     setParams({ q: search.value.trim() || null });
@@ -33,11 +36,12 @@ export function renderSidebar(container, route) {
       state.spaces.length ? h("ul", { class: "nav-list" },
         state.spaces.map((s) => link("space", s.title || s.name, s.name.replace(/^spaces\//, "")))) : h("p", { class: "muted small" }, t("noSpaces")),
       h("button", { type: "button", class: "btn small", onclick: () => createSpaceDialog() }, t("newSpace")))) : null,
-    section(t("activity"), heatmap(route)),
-    section(t("tags"), tagTree(route)),
+    section(t("activity"), h("div", {}, heatmap(route), h("a", { class: "nav-link small", href: "#/calendar" }, t("calendar")))),
+    section(t("tags"), h("div", {}, tagTree(route), h("a", { class: "nav-link small", href: "#/tags" }, t("manageTags")))),
     features.views ? section(t("savedViews"), savedViews(route)) : null,
     h("p", { class: "muted small shortcuts" }, t("keyboardHelp")),
   );
+  if (typing) search.focus();
 }
 
 function section(title, body) {

@@ -1,8 +1,8 @@
 // The timeline: pages of memos by page token (infinite scroll through an
 // IntersectionObserver, with a button as the keyboard/no-observer path),
-// pinned first, or hybrid search results when a query is set.
-import { api, features } from "./api.js";
-import { h, toast } from "./dom.js";
+// pinned first; with a query, search results instead (extras.js).
+import { api } from "./api.js";
+import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import { memoCard } from "./memo-card.js";
 import { filterFor } from "./store.js";
@@ -21,24 +21,18 @@ export function createTimeline(route, { onCountsChanged } = {}) {
   const filter = filterFor(route);
   const query = route.params.q || "";
   const archived = route.name === "archived";
+  if (query) { // results, not a timeline: what matched and how many (decision 0034)
+    import("./extras.js").then((m) => m.renderSearch(root, route));
+    root.addMemo = () => {};
+    root.dispose = () => {};
+    return root;
+  }
   let spaceFallback = null; // null: not tried; true: filter by space client-side
 
   async function fetchPage() {
-    if (query && features.search !== false) {
-      try {
-        const res = await api("/memos:search", { query: { query, filter, pageSize: PAGE, pageToken: token }, quiet: true });
-        features.search = true;
-        return { memos: (res.results || []).map((r) => r.memo), next: res.nextPageToken || "" };
-      } catch (err) {
-        // No hybrid search on this server (yet): fall back to a substring filter.
-        if (features.search === true) { toast(err.message, "error"); throw err; }
-        features.search = false;
-      }
-    }
-    const text = query ? `content.contains(${JSON.stringify(query)})` : "";
     const list = (f, quiet) => api("/memos", { quiet, query: {
-      pageSize: PAGE, pageToken: token, filter: [f, text].filter(Boolean).join(" && "), view: "html",
-      state: archived ? "ARCHIVED" : "", orderBy: query ? "" : "pinned desc, create_time desc" } });
+      pageSize: PAGE, pageToken: token, filter: f, view: "html",
+      state: archived ? "ARCHIVED" : "", orderBy: "pinned desc, create_time desc" } });
     if (route.name === "space" && spaceFallback !== true) {
       try {
         const res = await list(filter, true);
@@ -87,7 +81,8 @@ export function createTimeline(route, { onCountsChanged } = {}) {
   function card(memo) {
     const el = memoCard(memo, {
       onChanged: (updated) => {
-        el.replaceWith(card(updated));
+        // Pin and unpin move the card at once (defect 8), not after a reload.
+        if (updated.pinned !== memo.pinned) { el.remove(); root.addMemo(updated); } else el.replaceWith(card(updated));
         onCountsChanged?.();
       },
       onRestored: (back) => { if (back.state === (archived ? "ARCHIVED" : "NORMAL")) root.addMemo(back); },
