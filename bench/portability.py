@@ -40,6 +40,7 @@ import sys
 import tempfile
 import termios
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench.corpus import content_pool, creator_weights
@@ -146,6 +147,7 @@ def _memo_rows(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
 
 DAYBOOK = pathlib.Path(sys.executable).with_name("daybook")
 _PCT = re.compile(rb"(\d{1,3})%")
+_LABEL = re.compile(rb"(validating|importing|planning|exporting|carrying)")
 
 
 def run_cli(argv: list[str]) -> dict[str, Any]:
@@ -161,6 +163,7 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
     )
     os.close(slave)
     frames: list[tuple[float, int]] = []
+    labels: dict[str, int] = {}
     chunks: list[bytes] = []
     while True:
         try:
@@ -173,6 +176,8 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
         found = _PCT.findall(data)
         if found:
             frames.append((time.perf_counter() - started, int(found[-1])))
+            for label in _LABEL.findall(data):
+                labels[label.decode()] = labels.get(label.decode(), 0) + 1
     os.close(master)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
@@ -197,6 +202,7 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
             "at_50": shown_at(0.5),
             "at_75": shown_at(0.75),
             "last": frames[-1][1] if frames else None,
+            "bars": labels,
         },
         "summary": [ln for ln in lines if "%" not in ln][-14:],
     }
@@ -259,8 +265,15 @@ def _db(url: str, data: pathlib.Path) -> list[str]:
 
 
 async def one_size(
-    dialect: str, memos: int, attachments: int, workdir: pathlib.Path
+    dialect: str,
+    memos: int,
+    attachments: int,
+    workdir: pathlib.Path,
+    sink: Callable[[dict[str, Any]], None] = lambda r: None,
 ) -> dict[str, Any]:
+    """The four steps at one size; ``sink`` gets the result so far after each one
+    (so an interrupted long run keeps what it measured)."""
+    out: dict[str, Any] = {"memos": memos, "attachments": attachments}
     step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} attachments")
     source = workdir / "memos.db"
     build_memos_db(source, memos, attachments)
@@ -269,6 +282,8 @@ async def one_size(
         step("daybook import-memos-db")
         first = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
         first["carried"] = carried(first["summary"])
+        out["import_memos_db"] = first
+        sink(out)
         step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB; again (idempotent)")
         memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
         events = await _count(db.url, "SELECT count(*) FROM memo_event")
@@ -279,23 +294,22 @@ async def one_size(
             and await _count(db.url, "SELECT count(*) FROM memo_event") == events
             and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
         )
+        out["import_memos_db_again"] = again
+        sink(out)
         archive = workdir / "archive.zip"
         step(f"  {again['seconds']:.1f}s, unchanged: {again['unchanged']}; daybook export")
         exported = run_cli(["export", *_db(db.url, data), "--user", "steven", "-o", str(archive)])
         exported["archive_bytes"] = archive.stat().st_size
+        out["export"] = exported
+        sink(out)
         target = await _second_database(db, workdir)
         step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB; daybook import")
         imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
         imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
         step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
-    return {
-        "memos": memos,
-        "attachments": attachments,
-        "import_memos_db": first,
-        "import_memos_db_again": again,
-        "export": exported,
-        "import": imported,
-    }
+        out["import"] = imported
+        sink(out)
+    return out
 
 
 STEPS = ("import_memos_db", "import_memos_db_again", "export", "import")
@@ -340,27 +354,31 @@ def main() -> None:
     parser.add_argument("--memos", type=int, default=100_000)
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--sizes", type=str, default="", help="comma-separated memo counts")
+    parser.add_argument("--workdir", default=None, help="where the databases go (default: /tmp)")
     args = parser.parse_args()
     sizes = (
         [int(s) for s in args.sizes.split(",")] if args.sizes else [args.memos // 10, args.memos]
     )
-    results = []
+    results: list[dict[str, Any]] = []
     load: dict[str, Any] = {"start": os.getloadavg()}
-    for n in sizes:
-        with tempfile.TemporaryDirectory(prefix="daybook-bench-port-") as tmp:
-            attachments = max(1, args.attachments * n // args.memos)
-            results.append(asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp))))
-    load["end"] = os.getloadavg()
-    print(table(results))
-    print(f"load average at start {load['start']}, at end {load['end']}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}.json"
-    out.write_text(
-        json.dumps(
-            {"dialect": args.dialect, "load": load, "cpus": os.cpu_count(), "results": results},
-            indent=2,
-        )
-    )
+
+    def save(partial: dict[str, Any] | None = None) -> None:
+        load["now"] = os.getloadavg()
+        done = results + ([partial] if partial is not None else [])
+        report = {"dialect": args.dialect, "load": load, "cpus": os.cpu_count(), "results": done}
+        out.write_text(json.dumps(report, indent=2))
+
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="daybook-bench-port-", dir=args.workdir) as tmp:
+            attachments = max(1, args.attachments * n // args.memos)
+            results.append(
+                asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp), save))
+            )
+    save()
+    print(table(results))
+    print(f"load average at start {load['start']}, at end {load['now']}")
     step(f"wrote {out}")
 
 
