@@ -204,7 +204,7 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
             "last": frames[-1][1] if frames else None,
             "bars": labels,
         },
-        "summary": [ln for ln in lines if "%" not in ln][-14:],
+        "summary": [ln for ln in lines if "%" not in ln][-80:],
     }
 
 
