@@ -274,6 +274,20 @@ async def lexical_search(engine: Any, runtime: SearchRuntime, caller: Caller, te
         await present(conn, [page.rows[h.memo_id] for h in page.hits], caller, AccessMode.PRIVATE)
 
 
+def statement_key(statement: str) -> str:
+    """A statement's name in the profile: its first 160 characters, but for a
+    ``WITH`` (the audience's space-scope CTE, shared by every admitted statement)
+    the main query after the CTEs, so that different statements stay apart."""
+    flat = " ".join(statement.split())
+    if flat.startswith("WITH "):
+        depth = 0
+        for i, ch in enumerate(flat):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and flat.startswith(" SELECT ", i):
+                return "WITH ... " + flat[i + 1 : i + 161]
+    return flat[:160]
+
+
 class StatementTimes:
     """Wall time per SQL statement (by its first line), from the engine's cursor events."""
 
@@ -292,8 +306,7 @@ class StatementTimes:
     def _after(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         elapsed = (time.perf_counter() - self._started.pop()) * 1000
         if self.enabled:
-            key = " ".join(statement.split())[:160]
-            self.totals.setdefault(key, []).append(elapsed)
+            self.totals.setdefault(statement_key(statement), []).append(elapsed)
 
     def table(self, searches: int) -> list[dict[str, Any]]:
         rows = [
