@@ -116,6 +116,7 @@ ATTACHMENT_COLUMNS = (
     "blob",
     "external_link",
     "created_ts",
+    "storage_type",
 )
 USER_COLUMNS = (
     "id",
@@ -445,6 +446,7 @@ def _related(
                 None,
                 None,
                 created,
+                "LOCAL",
             )
         )
 

@@ -26,19 +26,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import json
 import os
 import pathlib
+import pty
 import random
-import resource
+import re
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
+from collections.abc import Callable
 from typing import Any
 
-from bench.corpus import content_pool
+from bench.corpus import content_pool, creator_weights
 from bench.databases import BenchDatabase, _autocommit, fresh_database, migrate
 from bench.timing import markdown_table, step
 
@@ -47,24 +52,65 @@ DDL = ROOT / "tests" / "portability" / "memos_ddl" / "sqlite-0.26.sql"
 RESULTS = ROOT / "bench" / "results"
 
 
-def build_memos_db(path: pathlib.Path, memos: int, attachments: int, seed: int = 7) -> None:
+BCRYPT = "$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z8/6pKq4xQ2Uu5Zs1xGfXm1e"
+
+
+def memos_username(user_id: int) -> str:
+    """User 1 is ``steven`` (the one who exports); the others ``user0002``..."""
+    return "steven" if user_id == 1 else f"user{user_id:04d}"
+
+
+def build_memos_db(
+    path: pathlib.Path, memos: int, attachments: int, seed: int = 7, users: int = 1
+) -> None:
+    """A Memos 0.26 SQLite database made with Memos' own DDL.
+
+    With ``users`` > 1 the creators are Zipf-distributed (``bench.corpus``) and the
+    memos 60% PRIVATE / 30% PROTECTED / 10% PUBLIC, 3% ARCHIVED (the search
+    benchmark's corpus, carried in by ``import-memos-db``); with one user every memo
+    is that user's, PRIVATE (the export/import benchmark)."""
     rng = random.Random(seed)
     db = sqlite3.connect(path)
     db.executescript(DDL.read_text())
     db.execute("PRAGMA synchronous=OFF")
-    db.execute(
-        "INSERT INTO user (id, username, role, password_hash, nickname) VALUES (1, 'steven',"
-        " 'ADMIN', '$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z8/6pKq4xQ2Uu5Zs1xGfXm1e', 'Steven')"
+    db.executemany(
+        "INSERT INTO user (id, username, role, password_hash, nickname) VALUES (?,?,?,?,?)",
+        [
+            (u, memos_username(u), "ADMIN" if u == 1 else "USER", BCRYPT, f"User {u}")
+            for u in range(1, users + 1)
+        ],
     )
     pool = content_pool(4000, rng)
+    weights = creator_weights(users)
+    creators = list(range(1, users + 1))
 
     base = 1_600_000_000
     rows = []
+    creator_of = [0] * (memos + 1)
     for i in range(1, memos + 1):
         body = pool[i % len(pool)]
         ts = base + i * 97
+        if users == 1:
+            creator, visibility, status = 1, "PRIVATE", "NORMAL"
+        else:
+            creator = rng.choices(creators, cum_weights=weights)[0]
+            r = rng.random()
+            visibility = "PRIVATE" if r < 0.6 else "PROTECTED" if r < 0.9 else "PUBLIC"
+            status = "ARCHIVED" if rng.random() < 0.03 else "NORMAL"
+        creator_of[i] = creator
         rows.append(
-            (i, f"m{i:07d}", 1, ts, ts + 5, "NORMAL", body.text, "PRIVATE", int(i % 100 == 0), "{}")
+            (
+                i,
+                f"m{i:07d}",
+                creator,
+                ts,
+                ts + 5,
+                status,
+                body.text,
+                visibility,
+                int(i % 100 == 0),
+                "{}",
+            )
         )
         if len(rows) == 5000:
             _memo_rows(db, rows)
@@ -79,10 +125,11 @@ def build_memos_db(path: pathlib.Path, memos: int, attachments: int, seed: int =
     db.executemany("INSERT OR IGNORE INTO memo_relation VALUES (?, ?, ?)", relations)
     for a in range(1, attachments + 1):
         data = rng.randbytes(rng.randrange(4096, 65536))
+        memo_id = 1 + (a * 97) % memos
         db.execute(
             "INSERT INTO attachment (id, uid, creator_id, filename, blob, type, size, memo_id,"
-            " storage_type) VALUES (?, ?, 1, ?, ?, 'application/octet-stream', ?, ?, 'DATABASE')",
-            (a, f"a{a:06d}", f"file {a}.bin", data, len(data), 1 + (a * 97) % memos),
+            " storage_type) VALUES (?, ?, ?, ?, ?, 'application/octet-stream', ?, ?, 'DATABASE')",
+            (a, f"a{a:06d}", creator_of[memo_id], f"file {a}.bin", data, len(data), memo_id),
         )
     db.commit()
     db.close()
@@ -96,92 +143,80 @@ def _memo_rows(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     )
 
 
-# --- the phases, each in its own process ------------------------------------------------
+# --- the phases: the real CLI, each in its own process, on a terminal ------------------
+
+DAYBOOK = pathlib.Path(sys.executable).with_name("daybook")
+_PCT = re.compile(rb"(\d{1,3})%")
+_LABEL = re.compile(rb"(validating|importing|planning|exporting|carrying)")
 
 
-async def _phase(args: argparse.Namespace) -> dict[str, Any]:
-    from app.db.engine import create_engine
-    from app.settings import Settings
-
-    settings = Settings(
-        data_dir=pathlib.Path(args.data), database_url=args.url, secret="bench"
-    ).resolved()
-    engine = create_engine(settings.database_url)
+def run_cli(argv: list[str]) -> dict[str, Any]:
+    """Run ``daybook ARGV`` on a pseudo-terminal (so click draws its progress bar as
+    a person would see it), and measure it: wall seconds, the process's own peak
+    RSS (``wait4``), and the bar: how many frames it drew, the percentage shown at
+    a quarter, half and three quarters of the run, and the last one."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     started = time.perf_counter()
-    out: dict[str, Any] = {}
-    try:
-        if args.phase == "import-memos-db":
-            from app.portability.memosdb.carry import CarryOptions, carry
-            from app.portability.memosdb.source import open_source
+    proc = subprocess.Popen(
+        [str(DAYBOOK), *argv], stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True
+    )
+    os.close(slave)
+    frames: list[tuple[float, int]] = []
+    labels: dict[str, int] = {}
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+        found = _PCT.findall(data)
+        if found:
+            frames.append((time.perf_counter() - started, int(found[-1])))
+            for label in _LABEL.findall(data):
+                labels[label.decode()] = labels.get(label.decode(), 0) + 1
+    os.close(master)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    output = b"".join(chunks).decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.stderr.write(output[-4000:])
+        raise SystemExit(f"daybook {' '.join(argv[:1])} failed")
 
-            async with open_source(pathlib.Path(args.source), None) as source:
-                report = await carry(engine, source, CarryOptions(settings.data_dir, None))
-            out["carried"] = dict(report.carried)
-        elif args.phase == "export":
-            from app.access.audience import AccessMode
-            from app.portability.cli import _local_caller
-            from app.portability.export import ExportRequest, export_archive
-            from app.portability.units import read_snapshot
+    def shown_at(fraction: float) -> int | None:
+        before = [pct for t, pct in frames if t <= seconds * fraction]
+        return before[-1] if before else None
 
-            async with read_snapshot(engine) as conn:
-                caller, _ = await _local_caller(conn, "steven", "bench")
-            size = 0
-            with pathlib.Path(args.archive).open("wb") as fh:  # noqa: ASYNC230
-                req = ExportRequest(caller, AccessMode.PRIVATE, settings.data_dir)
-                async for chunk in export_archive(engine, req):
-                    fh.write(chunk)
-                    size += len(chunk)
-            out["archive_bytes"] = size
-        else:
-            from app.db.schema import user_account
-            from app.portability.cli import _local_caller
-            from app.portability.plan import Policy
-            from app.portability.routes import import_archive_file
-            from app.portability.staging import Staging
-            from app.portability.units import read_snapshot, write_unit
+    lines = [ln.strip() for ln in output.replace("\r", "\n").splitlines() if ln.strip()]
+    return {
+        "seconds": round(seconds, 2),
+        "rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "progress": {
+            "frames": len(frames),
+            "first_s": round(frames[0][0], 2) if frames else None,
+            "at_25": shown_at(0.25),
+            "at_50": shown_at(0.5),
+            "at_75": shown_at(0.75),
+            "last": frames[-1][1] if frames else None,
+            "bars": labels,
+        },
+        "summary": [ln for ln in lines if "%" not in ln][-80:],
+    }
 
-            async with write_unit(engine) as conn:
-                await conn.execute(
-                    user_account.insert().values(
-                        username="steven",
-                        role="USER",
-                        state="NORMAL",
-                        password_hash="x",
-                        created_ts=0,
-                        updated_ts=0,
-                    )
-                )
-            async with read_snapshot(engine) as conn:
-                caller, _ = await _local_caller(conn, "steven", "bench")
-            with Staging(settings.data_dir / "tmp") as staging:
-                plan = await import_archive_file(
-                    engine,
-                    settings,
-                    caller,
-                    pathlib.Path(args.archive),
-                    staging,
-                    Policy.SKIP,
-                    False,
-                    int(time.time()),
-                )
-            out["inserted"] = plan.inserted
-            out["attachments"] = plan.attachments_stored
-    finally:
-        await engine.dispose()
-    out["seconds"] = time.perf_counter() - started
-    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def carried(summary: list[str]) -> dict[str, int]:
+    """The ``carried`` column of ``import-memos-db``'s report."""
+    out = {}
+    for line in summary:
+        m = re.match(r"(\w+)s\s+carried\s+(\d+)\s+already here\s+(\d+)", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+            out[m.group(1) + "_existing"] = int(m.group(3))
     return out
-
-
-def run_phase(phase: str, **kw: str) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "bench.portability", "--phase", phase]
-    for k, v in kw.items():
-        cmd += [f"--{k}", v]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-4000:])
-        raise SystemExit(f"phase {phase} failed")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 async def _second_database(db: BenchDatabase, workdir: pathlib.Path) -> str:
@@ -193,51 +228,121 @@ async def _second_database(db: BenchDatabase, workdir: pathlib.Path) -> str:
         await _autocommit(root, "CREATE DATABASE daybook_target")
         url = db.url.replace("/daybook_bench?", "/daybook_target?")
     await migrate(url)
+    from app.db.engine import create_engine
+    from app.db.schema import user_account
+
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                user_account.insert().values(
+                    username="steven",
+                    role="USER",
+                    state="NORMAL",
+                    password_hash="x",
+                    created_ts=0,
+                    updated_ts=0,
+                )
+            )
+    finally:
+        await engine.dispose()
     return url
 
 
+async def _count(url: str, sql: str) -> int:
+    from app.db.engine import create_engine
+
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return int((await conn.exec_driver_sql(sql)).scalar_one())
+    finally:
+        await engine.dispose()
+
+
+def _db(url: str, data: pathlib.Path) -> list[str]:
+    return ["--database-url", url, "--data", str(data)]
+
+
 async def one_size(
-    dialect: str, memos: int, attachments: int, workdir: pathlib.Path
+    dialect: str,
+    memos: int,
+    attachments: int,
+    workdir: pathlib.Path,
+    sink: Callable[[dict[str, Any]], None] = lambda r: None,
 ) -> dict[str, Any]:
+    """The four steps at one size; ``sink`` gets the result so far after each one
+    (so an interrupted long run keeps what it measured)."""
+    out: dict[str, Any] = {"memos": memos, "attachments": attachments}
     step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} attachments")
     source = workdir / "memos.db"
     build_memos_db(source, memos, attachments)
     async with fresh_database(dialect, workdir) as db:
         data, target_data = workdir / "data", workdir / "target-data"
-        step("import-memos-db")
-        carried = run_phase("import-memos-db", url=db.url, data=str(data), source=str(source))
+        step("daybook import-memos-db")
+        first = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
+        first["carried"] = carried(first["summary"])
+        out["import_memos_db"] = first
+        sink(out)
+        step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB; again (idempotent)")
+        memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
+        events = await _count(db.url, "SELECT count(*) FROM memo_event")
+        again = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
+        again["carried"] = carried(again["summary"])
+        again["unchanged"] = (
+            await _count(db.url, "SELECT count(*) FROM memo") == memo_rows
+            and await _count(db.url, "SELECT count(*) FROM memo_event") == events
+            and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
+        )
+        out["import_memos_db_again"] = again
+        sink(out)
         archive = workdir / "archive.zip"
-        step("export")
-        exported = run_phase("export", url=db.url, data=str(data), archive=str(archive))
+        step(f"  {again['seconds']:.1f}s, unchanged: {again['unchanged']}; daybook export")
+        exported = run_cli(["export", *_db(db.url, data), "--user", "steven", "-o", str(archive)])
+        exported["archive_bytes"] = archive.stat().st_size
+        out["export"] = exported
+        sink(out)
         target = await _second_database(db, workdir)
-        step("import")
-        imported = run_phase("import", url=target, data=str(target_data), archive=str(archive))
-    return {
-        "memos": memos,
-        "attachments": attachments,
-        "import_memos_db": carried,
-        "export": exported,
-        "import": imported,
-    }
+        step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB; daybook import")
+        imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
+        imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
+        step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
+        out["import"] = imported
+        sink(out)
+    return out
+
+
+STEPS = ("import_memos_db", "import_memos_db_again", "export", "import")
 
 
 def table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
-        for name in ("import_memos_db", "export", "import"):
+        for name in STEPS:
             p = r[name]
+            bar = p["progress"]
             rows.append(
                 [
                     f"{r['memos']:,}",
-                    name.replace("_", "-"),
+                    name.replace("_", "-").replace("-again", " (again)"),
                     f"{p['seconds']:.1f}",
                     f"{r['memos'] / p['seconds']:,.0f}",
                     f"{p['rss_mb']:.0f}",
                     f"{r['export']['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
+                    f"{bar['frames']}: {bar['at_25']}/{bar['at_50']}/{bar['at_75']}/{bar['last']}%",
                 ]
             )
     return markdown_table(
-        ["memos", "step", "seconds", "memos/s", "peak RSS MB", "archive MB"], rows
+        [
+            "memos",
+            "step",
+            "seconds",
+            "memos/s",
+            "peak RSS MB",
+            "archive MB",
+            "bar frames: % at 1/4, 1/2, 3/4, end",
+        ],
+        rows,
     )
 
 
@@ -249,27 +354,31 @@ def main() -> None:
     parser.add_argument("--memos", type=int, default=100_000)
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--sizes", type=str, default="", help="comma-separated memo counts")
-    parser.add_argument("--phase", help=argparse.SUPPRESS)
-    for hidden in ("url", "data", "source", "archive"):
-        parser.add_argument(f"--{hidden}", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", default=None, help="where the databases go (default: /tmp)")
     args = parser.parse_args()
-    if args.phase:
-        print(json.dumps(asyncio.run(_phase(args))))
-        return
     sizes = (
         [int(s) for s in args.sizes.split(",")] if args.sizes else [args.memos // 10, args.memos]
     )
-    results = []
-    for n in sizes:
-        with tempfile.TemporaryDirectory(prefix="daybook-bench-port-") as tmp:
-            attachments = max(1, args.attachments * n // args.memos)
-            results.append(asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp))))
-    print(table(results))
+    results: list[dict[str, Any]] = []
+    load: dict[str, Any] = {"start": os.getloadavg()}
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}.json"
-    out.write_text(
-        json.dumps({"dialect": args.dialect, "load": os.getloadavg(), "results": results}, indent=2)
-    )
+
+    def save(partial: dict[str, Any] | None = None) -> None:
+        load["now"] = os.getloadavg()
+        done = results + ([partial] if partial is not None else [])
+        report = {"dialect": args.dialect, "load": load, "cpus": os.cpu_count(), "results": done}
+        out.write_text(json.dumps(report, indent=2))
+
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="daybook-bench-port-", dir=args.workdir) as tmp:
+            attachments = max(1, args.attachments * n // args.memos)
+            results.append(
+                asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp), save))
+            )
+    save()
+    print(table(results))
+    print(f"load average at start {load['start']}, at end {load['now']}")
     step(f"wrote {out}")
 
 

@@ -48,6 +48,7 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
 from app.filter import compile_memo_filter
+from app.search.embedder import make_embedder
 from app.search.fusion import OFF, Floor, Fusion
 from app.search.relevance import CALIBRATED, DEFAULT_FUSION
 from app.search.runtime import SearchRuntime
@@ -396,6 +397,11 @@ def build_sets(names: list[str]) -> list[EvalSet]:
 async def collect(models: list[str], sets: list[EvalSet], cache: Path) -> dict[str, list[SetRun]]:
     runs: dict[str, list[SetRun]] = {}
     for model in models:
+        try:
+            make_embedder(model)
+        except ValueError as exc:  # its package is not installed: say so, keep the others
+            print(f"{model}: skipped ({exc})", flush=True)
+            continue
         for s in sets:
             started = time.perf_counter()
             run = await run_set(s, _negatives(sets, s), model, cache)

@@ -5,7 +5,24 @@
 
 Seeds a fresh database with ``bench.corpus`` (1,000 writers, Zipf; 60%
 PRIVATE, 30% PROTECTED, 10% PUBLIC; 3% ARCHIVED) whose memo bodies come
-from a pool of ``--contents`` distinct Markdown texts.
+from a pool of ``--contents`` distinct Markdown texts. The loader ends with
+``ANALYZE``; the product never runs it, so on SQLite the statistics are
+dropped again (``--keep-statistics`` keeps them): the planner sees what it
+sees in a user's database. ``--seed memos-db`` instead builds a Memos 0.26
+database (Memos' DDL, the same writers and visibilities) and carries it in
+with the real ``daybook import-memos-db`` (the product's own write path for
+every memo; about 10 ms of CPU per memo, so ~17 minutes at 100k on a quiet
+core). ``--db-cache FILE`` keeps the seeded, embedded SQLite database and
+reuses it on the next run (the latency runs copy it first: the
+``everything`` step rewrites visibilities).
+
+Every hybrid search is followed, in the same moment, by two baselines: the
+same query in ``mode=lexical`` (no embedding, no vectors) and the query
+embedding alone; the JSON has their percentiles, the ratio of the p95s, the
+process's CPU time per search (what a search costs with a core to itself,
+which wall time on a shared machine is not) and the load average around
+each caller. ``--profile`` adds a cProfile of the timed searches and the
+wall time per SQL statement.
 
 **Vectors (the cheap, documented part).** Embedding every memo with the
 worker would take hours at 1M on two cores (about 25 memos/s: see
@@ -59,6 +76,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -68,6 +86,7 @@ from typing import Any
 
 import asyncpg
 import numpy as np
+import sqlalchemy as sa
 import structlog
 
 from app.access.audience import AccessMode
@@ -80,7 +99,7 @@ from app.search.semantic import pgvector_arm_statement, pgvector_statement, queu
 from app.search.service import DEFAULT_POOL, SearchQuery, admission, explain, search_memos
 from app.search.terms import parse_terms
 from app.search.vectors import content_hash, encode, pgvector_text
-from bench.corpus import CorpusSpec, SeedReport, seed_postgresql, seed_sqlite
+from bench.corpus import CorpusSpec, SeedReport, measured_user, seed_postgresql, seed_sqlite
 from bench.databases import fresh_database
 from bench.timing import percentile, step
 
@@ -122,7 +141,6 @@ def store_sqlite(path: Path, embedder: Embedder) -> dict[str, Any]:
     # Every memo now has its vector: what the worker's store would have dequeued.
     db.execute("DELETE FROM memo_embedding_queue")
     db.commit()
-    db.execute("ANALYZE")
     db.close()
     return {
         "distinct_contents": len(contents),
@@ -181,7 +199,6 @@ async def store_postgresql(url: str, embedder: Embedder, pgvector: bool) -> dict
             await conn.execute(row["indexdef"])
         index_s = time.perf_counter() - started
         step(f"HNSW index rebuilt: {index_s:.1f}s")
-        await conn.execute("VACUUM ANALYZE memo_embedding")
     finally:
         await conn.close()
     return {
@@ -246,46 +263,142 @@ async def explain_ms(engine: Any, runtime: SearchRuntime, caller: Caller, text: 
     return (time.perf_counter() - started) * 1000
 
 
+async def lexical_search(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> None:
+    """The in-run baseline: the same search, lexical arm only (no query embedding,
+    no vectors), with its page presented."""
+    async with engine.connect() as conn:
+        q = SearchQuery(
+            caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10, mode="lexical"
+        )
+        page = await search_memos(conn, runtime, q, "bench")
+        await present(conn, [page.rows[h.memo_id] for h in page.hits], caller, AccessMode.PRIVATE)
+
+
+def statement_key(statement: str) -> str:
+    """A statement's name in the profile: its first 160 characters, but for a
+    ``WITH`` (the audience's space-scope CTE, shared by every admitted statement)
+    the main query after the CTEs, so that different statements stay apart."""
+    flat = " ".join(statement.split())
+    if flat.startswith("WITH "):
+        depth = 0
+        for i, ch in enumerate(flat):
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and flat.startswith(" SELECT ", i):
+                return "WITH ... " + flat[i + 1 : i + 161]
+    return flat[:160]
+
+
+class StatementTimes:
+    """Wall time per SQL statement (by its first line), from the engine's cursor events."""
+
+    def __init__(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        self.totals: dict[str, list[float]] = {}
+        self._started: list[float] = []
+        self.enabled = False
+        event.listen(engine.sync_engine, "before_cursor_execute", self._before)
+        event.listen(engine.sync_engine, "after_cursor_execute", self._after)
+
+    def _before(self, *args: Any) -> None:
+        self._started.append(time.perf_counter())
+
+    def _after(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        elapsed = (time.perf_counter() - self._started.pop()) * 1000
+        if self.enabled:
+            self.totals.setdefault(statement_key(statement), []).append(elapsed)
+
+    def table(self, searches: int) -> list[dict[str, Any]]:
+        rows = [
+            {
+                "statement": k,
+                "calls_per_search": round(len(v) / searches, 2),
+                "ms_per_search": round(sum(v) / searches, 2),
+                "p95_ms": round(percentile(sorted(v), 95), 2),
+            }
+            for k, v in self.totals.items()
+        ]
+        return sorted(rows, key=lambda r: -r["ms_per_search"])
+
+
 async def time_caller(
-    url: str, model: str, pgvector: bool, caller: Caller, queries: list[str], tag: str
+    url: str,
+    model: str,
+    pgvector: bool,
+    caller: Caller,
+    queries: list[str],
+    tag: str,
+    profile: bool = False,
 ) -> dict[str, Any]:
-    """Warm a fresh runtime, then time ``queries`` (the first one reported apart)."""
+    """Warm a fresh runtime, then time ``queries`` (the first one reported apart),
+    each hybrid search followed by its baselines in the same moment: the lexical
+    arm alone and the query embedding alone."""
     engine = create_engine(url)
+    statements = StatementTimes(engine) if profile else None
     runtime = SearchRuntime(model, pgvector)
+    load_before = os.getloadavg()
     try:
         started = time.perf_counter()
         await runtime.warm(engine)
         warm_s = time.perf_counter() - started
         samples: list[float] = []
+        cpu_samples: list[float] = []
+        lexical: list[float] = []
+        lexical_cpu: list[float] = []
+        embed_ms: list[float] = []
         results = 0
         totals: list[int] = []
         first = 0.0
+        embedder = runtime.embedder
+        profiler = None
         for i, text in enumerate(queries):
+            if i == 1 and profile:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                assert statements is not None
+                statements.enabled = True
+            if profiler is not None:
+                profiler.enable()
             started = time.perf_counter()
+            cpu_started = time.process_time()
             shown, total = await one_search(engine, runtime, caller, f"{text} {tag}{i}")
+            elapsed = (time.perf_counter() - started) * 1000
+            cpu = (time.process_time() - cpu_started) * 1000
+            if profiler is not None:
+                profiler.disable()
+            if statements is not None:
+                statements.enabled = False
             results += shown
             totals.append(total)
-            elapsed = (time.perf_counter() - started) * 1000
             if i == 0:
                 first = elapsed
-            else:
-                samples.append(elapsed)
+                continue
+            samples.append(elapsed)
+            cpu_samples.append(cpu)
+            started = time.perf_counter()
+            cpu_started = time.process_time()
+            await lexical_search(engine, runtime, caller, f"{text} {tag}lex{i}")
+            lexical.append((time.perf_counter() - started) * 1000)
+            lexical_cpu.append((time.process_time() - cpu_started) * 1000)
+            started = time.perf_counter()
+            embedder.embed_query(f"{text} embed{tag}{i}")
+            embed_ms.append((time.perf_counter() - started) * 1000)
+            if statements is not None:
+                statements.enabled = True
         explaining = [
             await explain_ms(engine, runtime, caller, f"{text} {tag}x{i}")
             for i, text in enumerate(queries[:20])
         ]
         explaining.sort()
-        embed_ms = []
-        embedder = runtime.embedder
-        for i, text in enumerate(queries[:20]):
-            started = time.perf_counter()
-            embedder.embed_query(f"{text} embed{tag}{i}")
-            embed_ms.append((time.perf_counter() - started) * 1000)
     finally:
         await engine.dispose()
     samples.sort()
+    lexical.sort()
     embed_ms.sort()
-    return {
+    cpu_samples.sort()
+    lexical_cpu.sort()
+    out: dict[str, Any] = {
         "warm_up_s": round(warm_s, 2),
         "first_ms": round(first, 1),
         "p50_ms": round(percentile(samples, 50), 1),
@@ -294,10 +407,36 @@ async def time_caller(
         "mean_results": round(results / len(queries), 1),
         "mean_total": round(sum(totals) / len(totals), 1),
         "floor": str(runtime.floor(runtime.embedder.name)),
+        # This process's CPU time per search (all its threads: the event loop, the
+        # SQLite thread, ONNX): what a search costs with a core to itself, which the
+        # wall times above are not on a shared machine. PostgreSQL's server CPU is
+        # not in it.
+        "cpu_p50_ms": round(percentile(cpu_samples, 50), 1),
+        "cpu_p95_ms": round(percentile(cpu_samples, 95), 1),
+        "lexical_cpu_p50_ms": round(percentile(lexical_cpu, 50), 1),
+        "lexical_p50_ms": round(percentile(lexical, 50), 1),
+        "lexical_p95_ms": round(percentile(lexical, 95), 1),
+        "hybrid_over_lexical_p95": round(
+            percentile(samples, 95) / max(percentile(lexical, 95), 1e-9), 2
+        ),
         "query_embedding_p50_ms": round(percentile(embed_ms, 50), 1),
+        "query_embedding_p95_ms": round(percentile(embed_ms, 95), 1),
         "explain_p50_ms": round(percentile(explaining, 50), 1),
         "explain_p95_ms": round(percentile(explaining, 95), 1),
+        "load_average": [round(x, 2) for x in load_before + os.getloadavg()[:1]],
     }
+    if profiler is not None and statements is not None:
+        import io
+        import pstats
+
+        buf = io.StringIO()
+        pstats.Stats(profiler, stream=buf).sort_stats("cumulative").print_stats(45)
+        out["profile_cumulative"] = buf.getvalue().splitlines()
+        buf = io.StringIO()
+        pstats.Stats(profiler, stream=buf).sort_stats("tottime").print_stats(30)
+        out["profile_tottime"] = buf.getvalue().splitlines()
+        out["statements"] = statements.table(len(samples))[:15]
+    return out
 
 
 async def cold_first_search(
@@ -455,6 +594,77 @@ async def seed(dialect: str, db: Any, spec: CorpusSpec) -> SeedReport:
     return await seed_postgresql(db.url, spec)
 
 
+async def seed_database(args: argparse.Namespace, db: Any, workdir: Path) -> dict[str, Any]:
+    """The corpus, as a user gets it: a Memos database (Memos' own DDL, ``--users``
+    Zipf writers) carried in by ``daybook import-memos-db`` (the product's import
+    path: derived columns, tags, full-text rows, queue entries, no statistics), or
+    with ``--seed corpus`` the bulk loader (``bench.corpus``, which also runs
+    ``ANALYZE``)."""
+    if args.seed == "corpus":
+        step(f"seeding {args.memos} memos ({args.contents} distinct bodies)")
+        spec = CorpusSpec(memos=args.memos, contents=args.contents, users=args.users)
+        seeded = (await seed(args.dialect, db, spec)).as_dict()
+        if db.sqlite_path is not None and not args.keep_statistics:
+            # The loader ends with ANALYZE; the product never runs it, so a user's
+            # database has no sqlite_stat1 and the planner works without statistics.
+            con = sqlite3.connect(db.sqlite_path)
+            con.execute("DROP TABLE IF EXISTS sqlite_stat1")
+            con.execute("DROP TABLE IF EXISTS sqlite_stat4")
+            con.commit()
+            con.close()
+            seeded["statistics"] = "dropped (as the product leaves a database)"
+        return seeded
+    from bench.portability import build_memos_db, run_cli
+
+    source = workdir / "memos.db"
+    step(f"building a Memos 0.26 database: {args.memos} memos by {args.users} writers")
+    started = time.perf_counter()
+    await asyncio.to_thread(build_memos_db, source, args.memos, 0, 7, args.users)
+    build_s = time.perf_counter() - started
+    step("daybook import-memos-db")
+    carried = await asyncio.to_thread(
+        run_cli,
+        ["import-memos-db", "--database-url", db.url, "--data", str(workdir / "data"), str(source)],
+    )
+    source.unlink()
+    step(f"  {carried['seconds']:.1f}s, {carried['rss_mb']:.0f} MB")
+    engine = create_engine(db.url)
+    try:
+        async with engine.connect() as conn:
+            measured = (
+                await conn.execute(
+                    sa.text("SELECT id FROM user_account WHERE username = :u"),
+                    {"u": f"user{measured_user(args.users):04d}"},
+                )
+            ).scalar_one()
+    finally:
+        await engine.dispose()
+    return {
+        "via": "daybook import-memos-db",
+        "memos": args.memos,
+        "users": args.users,
+        "memos_db_build_s": round(build_s, 1),
+        "import_memos_db": {k: carried[k] for k in ("seconds", "rss_mb", "cpu_s", "summary")},
+        "measured_user_id": int(measured),
+    }
+
+
+async def has_statistics(url: str) -> bool | None:
+    """Whether the planner has statistics the product did not gather (SQLite:
+    ``sqlite_stat1``; the product never runs ``ANALYZE``)."""
+    if not url.startswith("sqlite"):
+        return None
+    con = sqlite3.connect(url.removeprefix("sqlite:///"))
+    try:
+        return bool(
+            con.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'"
+            ).fetchone()[0]
+        )
+    finally:
+        con.close()
+
+
 async def drop_pgvector(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
@@ -477,30 +687,46 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         report["server_version"] = db.server_version
         if args.without_pgvector and args.dialect == "postgresql":
             await drop_pgvector(db.url)
-        step(f"seeding {args.memos} memos ({args.contents} distinct bodies)")
-        seeded = await seed(args.dialect, db, CorpusSpec(memos=args.memos, contents=args.contents))
-        report["seed"] = seeded.as_dict()
         engine = create_engine(db.url)
         pgvector = await has_pgvector(engine)
         await engine.dispose()
         report["pgvector"] = pgvector
         embedder = await asyncio.to_thread(make_embedder, args.model)
         report["model"] = embedder.name
-        step(f"embedding the distinct bodies with {embedder.name}, storing a vector per memo")
-        if db.sqlite_path is not None:
-            report["vectors"] = await asyncio.to_thread(store_sqlite, db.sqlite_path, embedder)
+        cache = Path(args.db_cache) if args.db_cache else None
+        if cache is not None and cache.exists() and db.sqlite_path is not None:
+            step(f"reusing {cache} (seeded and embedded by an earlier run)")
+            shutil.copyfile(cache, db.sqlite_path)
+            meta = json.loads(cache.with_suffix(".json").read_text())
+            report["seed"], report["vectors"] = meta["seed"], meta["vectors"]
+            report["seed"]["reused_from"] = str(cache)
         else:
-            report["vectors"] = await store_postgresql(db.url, embedder, pgvector)
+            report["seed"] = await seed_database(args, db, workdir)
+            step(f"embedding the distinct bodies with {embedder.name}, storing a vector per memo")
+            if db.sqlite_path is not None:
+                report["vectors"] = await asyncio.to_thread(store_sqlite, db.sqlite_path, embedder)
+            else:
+                report["vectors"] = await store_postgresql(db.url, embedder, pgvector)
+            if cache is not None and db.sqlite_path is not None:
+                con = sqlite3.connect(db.sqlite_path)
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                con.close()
+                shutil.copyfile(db.sqlite_path, cache)
+                meta = {"seed": report["seed"], "vectors": report["vectors"]}
+                cache.with_suffix(".json").write_text(json.dumps(meta, indent=2))
+        report["sqlite_stat1"] = await has_statistics(db.url)
         narrow, own = narrow_caller(await writers(db.url), args.memos)
         broad = Caller(
-            user_id=seeded.measured_user_id,
+            user_id=report["seed"]["measured_user_id"],
             username="m",
             role="USER",
             credential=Credential.SESSION,
         )
         for label, caller in (("1%", narrow), ("broad", broad)):
             step(f"timing {label}")
-            report[label] = await time_caller(db.url, args.model, pgvector, caller, queries, label)
+            report[label] = await time_caller(
+                db.url, args.model, pgvector, caller, queries, label, args.profile
+            )
             gc.collect()
         report["1%"]["visible"] = own
         if pgvector and args.recall_queries:
@@ -542,6 +768,28 @@ def main() -> None:
     parser.add_argument(
         "--without-pgvector", action="store_true", help="PostgreSQL: drop the extension first"
     )
+    parser.add_argument(
+        "--seed",
+        choices=("corpus", "memos-db"),
+        default="corpus",
+        help="corpus: the bulk loader, statistics dropped (default); memos-db: a Memos"
+        " database carried in by daybook import-memos-db (about 10 ms of CPU per memo)",
+    )
+    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument(
+        "--keep-statistics",
+        action="store_true",
+        help="--seed corpus on SQLite: keep the loader's ANALYZE (the product never runs it)",
+    )
+    parser.add_argument(
+        "--db-cache",
+        help="SQLite: reuse this seeded, embedded database file if it exists, else write it",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile and per-statement times of the 1%% and broad searches (into the JSON)",
+    )
     parser.add_argument("--workdir", help="where the database goes (default: a temp dir)")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -553,6 +801,8 @@ def main() -> None:
     report["total_s"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     suffix = "-without-pgvector" if args.without_pgvector and args.dialect == "postgresql" else ""
+    if args.profile:
+        suffix += "-profile"
     out = RESULTS / f"search_latency-{args.dialect}{suffix}-{args.memos}.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -532,6 +532,13 @@ async def claim_expired(
     lease passed", which PostgreSQL re-checks on a row another transaction
     has just claimed (so that row is skipped), and SQLite runs one writer at
     a time. A row is therefore claimed by exactly one process per lease.
+
+    On PostgreSQL the candidates are picked ``FOR UPDATE SKIP LOCKED``: without
+    it a second purger picked the *same* rows, waited for the first one's
+    claim to commit, re-checked them, claimed none and (fewer than ``limit``)
+    stopped, so one purger did all the work (bench/trash_purge.py: 110,000
+    memos to 0). With it each claims the next free rows. SQLite renders no
+    locking clause.
     """
     async with write_transaction(engine) as conn:
         settings = await load_trash_settings(conn)
@@ -542,7 +549,11 @@ async def claim_expired(
         free = sa.or_(t.claim_token.is_(None), t.claimed_ts < now - CLAIM_LEASE)
         expired = sa.and_(t.memo_id == t.root_id, t.trashed_ts <= cutoff, free)
         candidates = (
-            sa.select(t.memo_id).where(expired).order_by(t.trashed_ts, t.memo_id).limit(limit)
+            sa.select(t.memo_id)
+            .where(expired)
+            .order_by(t.trashed_ts, t.memo_id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
         )
         token = secrets.token_hex(16)
         await conn.execute(

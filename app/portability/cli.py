@@ -146,6 +146,35 @@ def _print_plan(plan: Any) -> None:
         click.echo(f"  ... and {plan.warning_count - 20} more warnings")
 
 
+class _TwoBars:
+    """The import's two bars, one after the other: the archive's bytes as they are
+    read and checked ("validating"), then its memos as they are applied. The
+    first is finished when the first memo is reported."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.first: Any = click.progressbar(length=size, label="validating")
+        self.second: Callable[[], Any] = lambda: None
+        self.current: Any = None
+
+    def __enter__(self) -> _TwoBars:
+        self.current = self.first.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.current.__exit__(*exc)
+
+    def validating(self, n: int) -> None:
+        self.first.update(n)
+
+    def memos(self, n: int) -> None:
+        if self.current is self.first:
+            self.first.update(self.size - self.first.pos)
+            self.first.__exit__(None, None, None)
+            self.current = self.second().__enter__()
+        self.current.update(n)
+
+
 @click.command("import")
 @_with_db_options
 @click.argument("archive", type=click.Path(path_type=Path, exists=True, dir_okay=False))
@@ -176,6 +205,7 @@ def import_command(
     from app.portability.units import read_snapshot
 
     settings = _settings(data_dir, database_url)
+    size = max(archive.stat().st_size, 1)
 
     async def run() -> Any:
         engine = create_engine(settings.database_url)
@@ -183,16 +213,11 @@ def import_command(
             await upgrade(engine)
             async with read_snapshot(engine) as conn:
                 caller, _ = await _local_caller(conn, username, "cli-import")
-            with (
-                Staging(settings.data_dir / "tmp") as staging,
-                click.progressbar(length=0, label="importing") as bar,
-            ):
-
-                def progress(n: int) -> None:
-                    if bar.length == 0:
-                        bar.length = max(staging.count("record"), 1)
-                    bar.update(n)
-
+            with Staging(settings.data_dir / "tmp") as staging, _TwoBars(size) as bars:
+                bars.second = lambda: click.progressbar(
+                    length=max(staging.count("record"), 1),
+                    label="planning" if validate_only else "importing",
+                )
                 return await import_archive_file(
                     engine,
                     settings,
@@ -202,7 +227,8 @@ def import_command(
                     Policy(conflict_policy.upper()),
                     validate_only,
                     int(time.time()),
-                    progress,
+                    bars.memos,
+                    bars.validating,
                 )
         finally:
             await engine.dispose()

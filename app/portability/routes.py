@@ -21,6 +21,7 @@ report are one shape (``ImportPlan``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,10 +68,15 @@ def spool_limits(settings: Settings) -> ArchiveLimits:
     )
 
 
-def _file_chunks(path: Path) -> Any:
+def _file_chunks(path: Path, read: Callable[[int], None] | None = None) -> Any:
+    """The archive's bytes; ``read`` is told how many after each chunk (the CLI's
+    validation bar: reading and checking a large archive takes as long as a
+    good part of the import, and should not look stuck)."""
     with path.open("rb") as fh:
         while chunk := fh.read(SPOOL_CHUNK):
             yield chunk
+            if read is not None:
+                read(len(chunk))
 
 
 def _tail(path: Path) -> bytes:
@@ -97,13 +103,21 @@ async def import_archive_file(
     validate_only: bool,
     now: int,
     progress: Any = None,
+    validating: Callable[[int], None] | None = None,
 ) -> ImportPlan:
-    """Validate the archive at ``archive``, then plan or apply it (shared by the route and CLI)."""
+    """Validate the archive at ``archive``, then plan or apply it (shared by the route and CLI).
+
+    ``validating`` hears the bytes of the archive as they are read and checked;
+    ``progress`` each memo as it is planned or applied."""
     access = await _access(engine, settings)
     limits = spool_limits(settings)
     validated = await anyio.to_thread.run_sync(
         lambda: validate_archive(
-            _file_chunks(archive), staging, limits, access.content_length_limit, _tail(archive)
+            _file_chunks(archive, validating),
+            staging,
+            limits,
+            access.content_length_limit,
+            _tail(archive),
         )
     )
     ctx = ImportContext(

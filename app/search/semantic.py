@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.db.joins import by_key, ordered_join
 from app.db.schema import memo
 from app.search.ddl import HNSW_DIMS
 from app.search.embedder import Vectors
@@ -179,8 +180,14 @@ def queued_statement(admitted: Sequence[ColumnElement[bool]]) -> sa.Select[Any]:
     the worker's start-up sweep has queued the memos of a previous model).
     """
     q = memo_embedding_queue
-    return sa.select(sa.func.count().label("pending")).where(
-        memo.c.id.in_(sa.select(q.c.memo_id)), *admitted
+    # Driven from the queue (its primary key is the memo id): on a SQLite database
+    # without statistics (the product never runs ANALYZE) ``memo.id IN (SELECT ...
+    # queue)`` was planned as a walk of every NORMAL memo through
+    # ix_memo_updated_timeline (bench/search_latency.py --profile).
+    return (
+        sa.select(sa.func.count().label("pending"))
+        .select_from(ordered_join(q, memo, memo.c.id == q.c.memo_id))
+        .where(*admitted)
     )
 
 
@@ -480,16 +487,23 @@ def _ordered(
     return out
 
 
+_BATCH_KEYS = by_key(memo, "batch_keys")
+
+
 def _admitted_batch(
     model: str, dim: int, batch: list[int], admitted: Sequence[ColumnElement[bool]]
 ) -> sa.Select[Any]:
+    # The batch's ids drive (``by_key``: primary-key lookups only on SQLite), then
+    # memo and its vector by primary key: without statistics SQLite otherwise
+    # walked every NORMAL memo through ix_memo_updated_timeline for each batch of
+    # ~100 ids (bench/search_latency.py --profile: most of a broad caller's search).
     e = memo_embedding
+    keys = ordered_join(_BATCH_KEYS, memo, memo.c.id == _BATCH_KEYS.c.id)
+    on = sa.and_(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim)
     return (
         sa.select(memo.c.id)
-        .select_from(
-            memo.join(e, sa.and_(e.c.memo_id == memo.c.id, e.c.model == model, e.c.dim == dim))
-        )
-        .where(memo.c.id.in_(batch), *admitted)
+        .select_from(ordered_join(keys, e, on))
+        .where(_BATCH_KEYS.c.id.in_(batch), *admitted)
     )
 
 

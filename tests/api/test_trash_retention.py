@@ -79,6 +79,49 @@ async def test_two_purgers_purge_every_expired_group_exactly_once(
     assert r.status_code == 404
 
 
+async def test_a_second_purger_claims_other_rows_while_the_first_claim_is_open(
+    alice: Actor, settings: Settings
+) -> None:
+    """The first claim's transaction still open (its rows locked on PostgreSQL,
+    the write lock held on SQLite until it commits): the second purger claims
+    the *other* expired groups, not none, so two processes share the work."""
+    await alice.patch("/api/v1/instance/settings/TRASH", json={"retentionDays": 1})
+    await _trash_some(alice, 4)
+    now = int(time.time()) + DAY + 1
+    engines = [create_engine(settings.database_url), create_engine(settings.database_url)]
+    t = memo_trash.c
+    try:
+        first = sa.select(t.memo_id).where(t.memo_id == t.root_id).order_by(t.memo_id).limit(2)
+        claim = (
+            memo_trash.update()
+            .where(t.memo_id.in_(first.scalar_subquery()))
+            .values(claim_token="first", claimed_ts=now)
+        )
+        conn = await engines[0].connect()
+        try:
+            await conn.begin()
+            await conn.execute(claim)
+            if conn.dialect.name == "sqlite":
+                await conn.commit()  # one writer at a time: the second would wait anyway
+            second = asyncio.create_task(claim_expired(engines[1], now, limit=2))
+            done, _ = await asyncio.wait({second}, timeout=10)
+            assert done, "the second purger waited for the first claim's rows"
+            _, roots = second.result()
+            if conn.in_transaction():
+                await conn.commit()
+        finally:
+            await conn.close()
+        async with engines[0].connect() as conn:
+            claimed = (
+                await conn.execute(sa.select(t.memo_id).where(t.claim_token == "first"))
+            ).scalars()
+            mine = set(claimed)
+    finally:
+        for e in engines:
+            await e.dispose()
+    assert len(roots) == 2 and not set(roots) & mine, (roots, mine)
+
+
 async def test_an_abandoned_claim_is_taken_over_after_its_lease(
     alice: Actor, settings: Settings
 ) -> None:
