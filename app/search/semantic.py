@@ -35,6 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.db.joins import ordered_join
 from app.db.schema import memo
 from app.search.ddl import HNSW_DIMS
 from app.search.embedder import Vectors
@@ -177,10 +178,15 @@ def queued_statement(admitted: Sequence[ColumnElement[bool]]) -> sa.Select[Any]:
     A memo leaves the queue in the transaction that stores its vector, so in
     any one snapshot the queued memos are exactly those without one (once
     the worker's start-up sweep has queued the memos of a previous model).
+    The queue drives the join on SQLite too (``ordered_join``): without
+    statistics, ``memo.id IN (SELECT ... FROM queue)`` was planned as a scan
+    of ``memo`` probing the queue (issue 15).
     """
     q = memo_embedding_queue
-    return sa.select(sa.func.count().label("pending")).where(
-        memo.c.id.in_(sa.select(q.c.memo_id)), *admitted
+    return (
+        sa.select(sa.func.count().label("pending"))
+        .select_from(ordered_join(q, memo, memo.c.id == q.c.memo_id))
+        .where(*admitted)
     )
 
 
