@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-users-") as tmp:
         work = pathlib.Path(tmp)
         async with fresh_database(args.dialect, work) as db:
-            proc, base = start_server(db.url, work / "data")
+            proc, base = start_server(db.url, work / "data", ready_s=600)
             try:
                 t0 = time.perf_counter()
                 holder, key = await seed(base, args.memos)

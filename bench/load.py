@@ -73,7 +73,9 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    url: str, data: pathlib.Path, ready_s: float = 90
+) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
     env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
@@ -95,7 +97,7 @@ def start_server(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + ready_s
     while True:
         if proc.poll() is not None:
             raise SystemExit("serve exited")
