@@ -261,7 +261,7 @@ async def test_a_list_page_is_three_round_trips(
 ) -> None:
     """Issue 15: the caller with the instance settings (one statement), the page,
     and its tags, creators, reactions, attachments and relations (one statement)."""
-    alice, bob, key, name = await _world(client)
+    alice, _bob, key, _name = await _world(client)
     for who, headers in ((alice, {}), (client, key)):
         recorder.seen.clear()
         recorder.count = 0
