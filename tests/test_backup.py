@@ -18,7 +18,6 @@ import itertools
 import os
 import pathlib
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,16 +33,11 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from tests.conftest import _admin_exec
+from tests.support import free_port
 
 _counter = itertools.count()
 PASSWORD = "password-1"
 TAG = re.compile(r"#(\w+)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -54,6 +48,7 @@ def _env() -> dict[str, str]:
     return {
         **env,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # the writer loops past 120 writes/min (decision 0029)
         "DAYBOOK_LOG_FORMAT": "json",
         "PATH": f"{tools}{os.pathsep}{env.get('PATH', '')}",
     }
@@ -101,7 +96,7 @@ def fresh(dialect: str, tmp_path: pathlib.Path, request: pytest.FixtureRequest) 
 
 class Server:
     def __init__(self, target: Target) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port), *target.args],

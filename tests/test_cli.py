@@ -7,7 +7,6 @@ import itertools
 import os
 import pathlib
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from app.db.migrate import head_revision
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
+from tests.support import free_port
 from tests.test_migrations import chain
 
 _counter = itertools.count()
@@ -299,12 +299,6 @@ def test_user_create_refuses_bad_input(
 # --------------------------------------------------------------------------- serve
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=2) as r:
@@ -319,7 +313,7 @@ def test_serve_process_health_and_clean_sigterm(
     """A real ``daybook serve`` on a fresh database: it migrates at start, answers the
     probes, and stops with status 0 on SIGTERM; the instance secret stays private."""
     data = tmp_path / "data"
-    port = _free_port()
+    port = free_port()
     # SQLite: the default, a file in the data directory that does not exist yet.
     url = [] if dialect == "sqlite" else ["--database-url", empty_url]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAYBOOK_")}

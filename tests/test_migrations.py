@@ -31,7 +31,6 @@ import itertools
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -57,6 +56,7 @@ from app.db.migrate import alembic_config, current_revision, downgrade, upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
+from tests.support import free_port
 
 _counter = itertools.count()
 SESSION_TOKEN = "migration-test-session-token"  # bearer secret of alice's inserted session
@@ -420,6 +420,11 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 status_code=200,
                 started_ms=now * 1000,
                 duration_ms=40,
+            )
+        # Rate limit counters (0017): one key's window.
+        if "rate_limit" in await live(engine, conn):
+            await conn.execute(
+                s.rate_limit.insert().values(key="0" * 64, window_start=now - now % 60, hits=3)
             )
         # Tables the migrations create outside the metadata that hold data.
         if "memo_embedding" in await live(engine, conn):
@@ -815,15 +820,9 @@ def _daybook(url: str, data: pathlib.Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "app.cli", *args, "--data", str(data), "--database-url", url]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_together(url: str, tmp_path: pathlib.Path, migrators: int, servers: int) -> list[str]:
     """Start the processes at once; answers one problem per process that failed."""
-    ports = [_free_port() for _ in range(servers)]
+    ports = [free_port() for _ in range(servers)]
     procs = [
         subprocess.Popen(
             _daybook(url, tmp_path / f"m{n}", "migrate"),

@@ -299,7 +299,12 @@ def instance(settings: Settings) -> Iterator[Instance]:
     # The database is already at head (conftest clones a migrated template):
     # skip the migration run in the lifespan.
     app = create_app(
-        dataclasses.replace(settings, migrate_on_start=False, signin_failure_limit=1_000_000)
+        dataclasses.replace(
+            settings,
+            migrate_on_start=False,
+            signin_failure_limit=1_000_000,
+            signin_client_limit=1_000_000,
+        )
     )
     try:
         yield Instance(app)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,11 +19,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import free_port
 
 
 def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen[bytes], str]:

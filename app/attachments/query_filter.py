@@ -1,7 +1,8 @@
-"""The CEL ``filter=`` of ListAttachments, compiled for the connection's dialect.
+"""The CEL ``filter=`` of ListAttachments, through the filter's edge.
 
 The filter is one more conjunct beside "the caller's own, readable
-attachments", so it can only narrow that set.
+attachments", so it can only narrow that set. Attachment filters have no
+needles to probe, so the compiled filter renders for the dialect alone.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy.sql.elements import ColumnElement
 
 from app.errors import InvalidArgument
+from app.filter import FilterError, compile_filter
 
 
 def attachment_filter_clause(
@@ -16,9 +18,8 @@ def attachment_filter_clause(
 ) -> ColumnElement[bool] | None:
     if text is None or not text.strip():
         return None
-    from app.filter import FilterError, compile_attachment_filter
-
     try:
-        return compile_attachment_filter(text, now=now, dialect_name=dialect_name)
+        compiled = compile_filter(text, "attachment")
     except FilterError as exc:
         raise InvalidArgument(f"filter: {exc}") from None
+    return compiled.render(dialect_name=dialect_name, now=now)

@@ -15,7 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.bounds import Name, Title, Url
+from app.api.context import writable_key
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.attachments import storage
@@ -151,7 +153,7 @@ class AttachmentController(Controller):
         "",
         operation_id="AttachmentService_CreateAttachment",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(409, 413),
     )
     async def create_attachment(
@@ -192,9 +194,9 @@ class AttachmentController(Controller):
         access: AccessSettings,
         settings: Settings,
         now: int,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
+        filter: FilterText = None,
     ) -> ListAttachmentsResponse:
         clause = attachment_filter_clause(filter, now=now, dialect_name=db.dialect.name)
         rows, token = await list_own(
@@ -227,7 +229,7 @@ class AttachmentController(Controller):
         "/{attachment:str}",
         operation_id="AttachmentService_DeleteAttachment",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def delete_attachment(
@@ -248,7 +250,7 @@ class AttachmentController(Controller):
     @patch(
         "/{attachment:str}",
         operation_id="AttachmentService_UpdateAttachment",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def update_attachment(
@@ -284,7 +286,7 @@ class AttachmentController(Controller):
         "/:batchDelete",
         operation_id="AttachmentService_BatchDeleteAttachments",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def batch_delete(
@@ -324,7 +326,7 @@ class MemoAttachmentController(Controller):
     @patch(
         "",
         operation_id="MemoService_SetMemoAttachments",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def set_memo_attachments(

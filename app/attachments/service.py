@@ -24,7 +24,7 @@ from app.access.admission import readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.related import attachment_predicate
-from app.access.writes import key_may_write, may_stage_attachment
+from app.access.writes import may_stage_attachment
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.attachments import storage
@@ -140,8 +140,6 @@ async def create_attachment(
     store: storage.AttachmentStore,
     now: int,
 ) -> Any:
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     if len(new.content) > limit:
         raise TooLarge(f"content: {len(new.content)} bytes exceeds the limit of {limit} bytes")
     filename = clean_filename(new.filename)
@@ -259,8 +257,6 @@ async def delete_attachment(
 ) -> tuple[str, str | None]:
     """Delete the caller's own attachment; returns its storage type and key for removal."""
     row = await load_visible(conn, uid, caller, mode)
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     if row.creator_id != caller.user_id:
         raise PermissionDenied(f"attachment {uid!r}: only its creator can delete it")
     await conn.execute(attachment.delete().where(attachment.c.id == row.id))
@@ -338,8 +334,6 @@ async def rename_attachment(
 ) -> Any:
     """UpdateAttachment: only the filename is a user's to change (Memos does the same)."""
     row = await load_visible(conn, uid, caller, mode)
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     if row.creator_id != caller.user_id:
         raise PermissionDenied(f"attachment {uid!r}: only its creator can change it")
     clean = clean_filename(filename)

@@ -2,7 +2,8 @@
 
 Answers *who*, never *what may be seen*. Three credentials are accepted:
 ``Authorization: Bearer`` with a sign-in access token or a personal access
-token, or the session cookie. A cookie-authenticated mutation must also carry
+token, or the session cookie (from this origin only: ``app.auth.origin``). A
+cookie-authenticated mutation must also carry
 the session's CSRF token in ``X-CSRF-Token`` (double submit against the
 server-side row), since the cookie is sent by the browser on its own. Headers
 that claim another identity (``X-User-Id``, ``X-Impersonate`` ...) are never
@@ -22,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.access.caller import Caller, Credential
+from app.auth.origin import cookie_usable
 from app.auth.secrets import PAT_PREFIX, digest
 from app.db.schema import access_token, auth_session, user_account
 from app.db.transactions import write_transaction
@@ -157,6 +159,13 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
                 raise Unauthenticated("invalid or expired access token")
             return AuthenticationResult(user=caller, auth=None)
         cookie = connection.cookies.get(SESSION_COOKIE)
+        if cookie and not cookie_usable(
+            connection.headers,
+            scheme=connection.url.scheme,
+            host=connection.headers.get("host", ""),
+            public_url=getattr(connection.app.state.settings, "public_url", ""),
+        ):
+            cookie = None  # cross-origin: the cookie never authenticates (decision 0029)
         if cookie:
             async with engine.connect() as conn:
                 row = await _session_row(conn, digest(cookie), now)

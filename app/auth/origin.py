@@ -11,6 +11,12 @@ attacker's account (login CSRF). So sign-in (and redeeming a reset link):
   (``--public-url`` when set, else the request's own scheme and host).
 
 Clients that send neither header (curl, scripts, Memos apps) are unaffected.
+
+The session cookie itself is usable only from this origin
+(:func:`cookie_usable`, decision 0029): CORS opens the API to other origins
+for bearer tokens, and a cross-origin request that carries the cookie
+(``credentials: "include"``, or a same-site sibling host that SameSite=Lax
+lets through) is treated as anonymous.
 """
 
 from __future__ import annotations
@@ -41,8 +47,34 @@ def check_json_same_origin(
     origin = headers.get("origin")
     if origin is None:
         return
+    if origin.strip().lower() not in _own_origins(scheme, host, public_url):
+        raise PermissionDenied("cross-origin sign-in refused")
+
+
+def _own_origins(scheme: str, host: str, public_url: str) -> set[str]:
     allowed = {_origin_of(f"{scheme}://{host}")}
     if public_url:
         allowed.add(_origin_of(public_url))
-    if origin.strip().lower() not in allowed - {""}:
-        raise PermissionDenied("cross-origin sign-in refused")
+    return allowed - {""}
+
+
+def cookie_usable(headers: Mapping[str, str], *, scheme: str, host: str, public_url: str) -> bool:
+    """Whether the session cookie may authenticate this request (pure).
+
+    Not when the browser says the request is a cross-origin fetch (``Origin``
+    of another origin, or ``Sec-Fetch-Mode: cors`` from another site). A
+    top-level navigation (a link to an attachment from a chat) keeps it:
+    browsers send no ``Origin`` on a GET navigation, and its mode is
+    ``navigate``.
+    """
+    origin = headers.get("origin")
+    if origin is not None:
+        # Host only (as Memos' isAllowedCORSOrigin): behind a TLS-terminating
+        # proxy the app may see http while the browser says https.
+        netloc = urlsplit(origin.strip()).netloc.lower()
+        own = {host.lower()} | {urlsplit(o).netloc for o in _own_origins(scheme, host, public_url)}
+        if not netloc or netloc not in own - {""}:
+            return False
+    mode = (headers.get("sec-fetch-mode") or "").strip().lower()
+    site = (headers.get("sec-fetch-site") or "").strip().lower()
+    return not (mode == "cors" and site and site not in ALLOWED_FETCH_SITES)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import msgspec
-import sqlalchemy as sa
 from litestar import Controller, Request, Response, get, post
-from litestar.datastructures import Cookie, State
-from sqlalchemy.ext.asyncio import AsyncConnection
+from litestar.datastructures import State
 
-from app.access.caller import Caller
 from app.api.bounds import Name, Password
+from app.api.context import RequestContext
 from app.api.responses import errors
 from app.api.structs import In, Out, rfc3339
-from app.auth import reset, throttle
+from app.auth import reset, sessions, throttle
 from app.auth.middleware import SESSION_COOKIE
 from app.auth.origin import check_json_same_origin
 from app.auth.passwords import (
@@ -26,8 +23,6 @@ from app.auth.passwords import (
     verify_dummy,
     verify_password,
 )
-from app.auth.secrets import SESSION_PREFIX, digest, new_secret
-from app.db.schema import auth_session, user_account
 from app.db.transactions import read_phase
 from app.deps import requires_user
 from app.errors import InvalidArgument, ResourceExhausted, Unauthenticated
@@ -64,10 +59,24 @@ def _client(request: Request[Any, Any, Any]) -> str:
 
 
 def _policies(settings: Settings) -> tuple[throttle.Policy, throttle.Policy]:
+    """Decision 0029's sign-in rows of the rate-limit table, served by the throttle:
+    ``signin-user`` per (username, client), ``signin-client`` per client."""
     window = settings.signin_failure_window
     per_user = throttle.Policy(free=settings.signin_failure_limit, quiet=window)
-    per_client = throttle.Policy(free=settings.signin_failure_limit * 5, quiet=window)
+    per_client = throttle.Policy(free=settings.signin_client_limit, quiet=window)
     return per_user, per_client
+
+
+def _throttled(what: str, name: str, policy: throttle.Policy, wait: int) -> ResourceExhausted:
+    """429 with the same ``RateLimit`` fields as the rate limiter's (app.limits.policy)."""
+    return ResourceExhausted(
+        f"too many {what} from this client: retry in {wait} s",
+        retry_after=wait,
+        headers={
+            "RateLimit-Policy": f'"{name}";q={policy.free};w={policy.quiet}',
+            "RateLimit": f'"{name}";r=0;t={wait}',
+        },
+    )
 
 
 async def admit_password_guess(
@@ -78,9 +87,7 @@ async def admit_password_guess(
     key = throttle.user_key(username, _client(request))
     wait = await throttle.admit(state.engine, [(key, per_user)], now)
     if wait:
-        raise ResourceExhausted(
-            f"too many password attempts from this client: retry in {wait} s", retry_after=wait
-        )
+        raise _throttled("password attempts", "signin-user", per_user, wait)
 
 
 def check_credential_request(request: Request[Any, Any, Any], settings: Settings) -> None:
@@ -106,12 +113,11 @@ class AuthController(Controller):
     async def sign_in(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncConnection,
+        ctx: RequestContext,
         state: State,
-        settings: Settings,
-        now: int,
         data: SignInRequest,
     ) -> Response[SignInResponse]:
+        settings, now = ctx.settings, ctx.now
         check_credential_request(request, settings)
         creds = data.password_credentials
         if isinstance(creds, msgspec.UnsetType) or not creds.username or not creds.password:
@@ -128,15 +134,11 @@ class AuthController(Controller):
             state.engine, [(client_key, per_client), (user_key, per_user)], now
         )
         if wait:
-            raise ResourceExhausted(
-                f"too many sign-in attempts from this client: retry in {wait} s", retry_after=wait
-            )
-        async with read_phase(db):  # the password is checked with no write lock held
-            row = (
-                await db.execute(
-                    sa.select(user_account).where(user_account.c.username == creds.username)
-                )
-            ).first()
+            if (await throttle.peek(state.engine, user_key, now, per_user)).allowed:
+                raise _throttled("sign-in attempts", "signin-client", per_client, wait)
+            raise _throttled("sign-in attempts for this user", "signin-user", per_user, wait)
+        async with read_phase(ctx.db):  # the password is checked with no write lock held
+            row = await sessions.user_by_name(ctx.db, creds.username)
         if row is None:
             await verify_dummy(state.hasher, creds.password)
             ok = False
@@ -149,40 +151,15 @@ class AuthController(Controller):
         await throttle.prune(state.engine, now)
         if needs_rehash(row.password_hash):  # a bcrypt hash imported from Memos: now argon2id
             rehashed = await hash_password(state.hasher, creds.password)
-            await db.execute(
-                user_account.update()
-                .where(user_account.c.id == row.id)
-                .values(password_hash=rehashed)
-            )
-        token = new_secret(SESSION_PREFIX)
-        csrf = secrets.token_urlsafe(24)
-        expires = now + settings.session_lifetime
-        await db.execute(
-            auth_session.insert().values(
-                user_id=row.id,
-                token_hash=digest(token),
-                csrf_token=csrf,
-                created_ts=now,
-                expires_ts=expires,
-                last_seen_ts=now,
-            )
-        )
+            await sessions.replace_password_hash(ctx.db, row.id, rehashed)
+        opened = await sessions.open_session(ctx.db, row.id, now, settings.session_lifetime)
         body = SignInResponse(
             user=user_out(row, private=True),
-            access_token=token,
-            access_token_expires_at=rfc3339(expires),
-            csrf_token=csrf,
+            access_token=opened.token,
+            access_token_expires_at=rfc3339(opened.expires),
+            csrf_token=opened.csrf,
         )
-        cookie = Cookie(
-            key=SESSION_COOKIE,
-            value=token,
-            httponly=True,
-            samesite="lax",
-            path="/",
-            max_age=settings.session_lifetime,
-            secure=settings.public_url.startswith("https://"),
-        )
-        return Response(body, cookies=[cookie])
+        return Response(body, cookies=[sessions.session_cookie(opened.token, settings)])
 
     @post(
         "/passwordReset",
@@ -194,10 +171,8 @@ class AuthController(Controller):
     async def reset_password(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncConnection,
+        ctx: RequestContext,
         state: State,
-        settings: Settings,
-        now: int,
         data: ResetPasswordRequest,
     ) -> User:
         """Redeem a one-time reset link: the user sets its own new password.
@@ -205,17 +180,15 @@ class AuthController(Controller):
         Anonymous (the link is the credential). Every session of the user ends;
         the user then signs in with the new password.
         """
-        check_credential_request(request, settings)
+        check_credential_request(request, ctx.settings)
         password = valid_password(data.new_password, "newPassword")
-        row = await reset.redeem(db, state.hasher, data.token, password, now)
+        row = await reset.redeem(ctx.db, state.hasher, data.token, password, ctx.now)
         return user_out(row, private=True)
 
     @post("/signout", operation_id="AuthService_SignOut", status_code=200, responses=errors())
-    async def sign_out(
-        self, db: AsyncConnection, caller: Caller | None
-    ) -> Response[dict[str, Any]]:
-        if caller is not None and caller.session_id is not None:
-            await db.execute(auth_session.delete().where(auth_session.c.id == caller.session_id))
+    async def sign_out(self, ctx: RequestContext) -> Response[dict[str, Any]]:
+        if ctx.caller is not None and ctx.caller.session_id is not None:
+            await sessions.close_session(ctx.db, ctx.caller.session_id)
         response: Response[dict[str, Any]] = Response({})
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
@@ -223,21 +196,12 @@ class AuthController(Controller):
     @get(
         "/me", operation_id="AuthService_GetCurrentUser", guards=[requires_user], responses=errors()
     )
-    async def me(self, db: AsyncConnection, caller: Caller) -> CurrentUserResponse:
-        row = (
-            await db.execute(sa.select(user_account).where(user_account.c.id == caller.user_id))
-        ).first()
-        if row is None:
-            raise Unauthenticated("the user no longer exists")
+    async def me(self, ctx: RequestContext) -> CurrentUserResponse:
+        caller = ctx.user
+        row = await sessions.current_user(ctx.db, caller.user_id)
         csrf: str | msgspec.UnsetType = msgspec.UNSET
         if caller.session_id is not None:
-            csrf = (
-                await db.execute(
-                    sa.select(auth_session.c.csrf_token).where(
-                        auth_session.c.id == caller.session_id
-                    )
-                )
-            ).scalar_one_or_none() or msgspec.UNSET
+            csrf = await sessions.session_csrf(ctx.db, caller.session_id) or msgspec.UNSET
         return CurrentUserResponse(
             user=user_out(row, private=True),
             csrf_token=csrf,

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import Out, valid_uid
 from app.comments.service import create_comment, list_comments
@@ -50,9 +51,9 @@ class CommentController(Controller):
         settings: Settings,
         now: int,
         memo: MemoName,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
+        filter: FilterText = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
     ) -> ListMemoCommentsResponse:
         parent = await readable_memo(db, memo, caller, access.access_mode)

@@ -418,6 +418,18 @@ throttle = sa.Table(
     sa.Column("blocked_until", Timestamp, nullable=False),
 )
 
+# Rate limit counters (app.limits, decision 0029): one row per (policy, subject)
+# key, a SHA-256 digest like ``throttle``'s; ``hits`` counted in the fixed window
+# starting at ``window_start`` (epoch seconds), bumped by one UPSERT per check.
+rate_limit = sa.Table(
+    "rate_limit",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("window_start", Timestamp, nullable=False),
+    sa.Column("hits", sa.Integer, nullable=False),
+    sa.Index("ix_rate_limit_window_start", "window_start"),
+)
+
 # One-time password reset links (app.auth.reset): only the SHA-256 digest of the
 # secret is stored, so several processes agree and a database dump reveals none.
 password_reset = sa.Table(

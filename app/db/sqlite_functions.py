@@ -5,7 +5,7 @@
 aiosqlite adapter, whose underlying connection lives on another thread: there
 the calls go through ``run_async``.
 
-- ``daybook_fold(text)``: the filter's case folding (``app.filter.fold``),
+- ``daybook_fold(text)``: the filter's case folding (``app.fold``),
   used by ``content.contains`` and by the ``memo_trgm`` triggers.
 - ``regexp(pattern, value)``: backs ``value REGEXP pattern`` (``.matches()``)
   with RE2, so a hostile pattern cannot backtrack catastrophically.
@@ -19,7 +19,7 @@ from typing import Any
 
 import re2
 
-from app.filter.fold import fold
+from app.fold import fold
 
 
 def daybook_fold(value: str | None) -> str | None:

@@ -35,7 +35,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.db.schema import attachment, memo, memo_tag, space, user_account
 from app.filter import ir
-from app.filter.fold import fold
 from app.filter.literals import INT64_MAX, INT64_MIN
 from app.filter.selectivity import (
     TRIGRAM_MIN,
@@ -46,6 +45,7 @@ from app.filter.selectivity import (
     glob_escape,
     needle_of,
 )
+from app.fold import fold
 
 __all__ = ["TRIGRAM_MIN", "Renderer", "fts_phrase", "glob_escape", "like_escape"]
 

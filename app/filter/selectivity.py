@@ -34,7 +34,7 @@ import sqlalchemy as sa
 
 from app.db.schema import memo, memo_tag
 from app.filter import ir
-from app.filter.fold import fold
+from app.fold import fold
 
 TRIGRAM_MIN = 3  # FTS5 trigram tokens: shorter needles have no index to consult
 MAX_PROBES = 8  # per filter; needles beyond the first eight keep the sparse rendering

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from litestar import Controller, get
-from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import PageSize, PageToken
 from app.api.responses import errors
 from app.instance.store import AccessSettings
 from app.memos.history import HistoryQuery, ListMemoHistoryResponse, list_history
@@ -29,8 +27,8 @@ class MemoHistoryController(Controller):
         access: AccessSettings,
         settings: Settings,
         memo: MemoName,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
     ) -> ListMemoHistoryResponse:
         """Versions newest first, readable exactly when the memo is readable now."""
         query = HistoryQuery(

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.db.schema import memo_html
 from app.memos import schemas
 from app.memos.parse_pool import parse_memo
-from app.memos.render import RENDERER_VERSION
+from app.memos.safe_html import RENDERER_VERSION
 
 __all__ = ["attach_html", "content_hash", "store_html"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from markdown_it.common.utils import escapeHtml
 
-from app.memos import render
+from app.memos import safe_html
 from app.memos.markdown import SNIPPET_LENGTH, TAG_RE, MemoProperties, derive_tokens, with_ancestors
 
 __all__ = ["Parsed", "parse", "plain"]
@@ -34,7 +34,7 @@ class Parsed:
 
 def parse(content: str) -> Parsed:
     """Properties and HTML from one markdown-it pass (the renderer's own tokens)."""
-    md = render.parser()
+    md = safe_html.parser()
     env: dict[str, object] = {}
     tokens = md.parse(content, env)
     props = derive_tokens(tokens)  # before rendering: the renderer edits link tokens

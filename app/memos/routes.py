@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo as memo_table
@@ -62,9 +63,9 @@ class MemoController(Controller):
         access: AccessSettings,
         settings: Settings,
         now: int,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
+        filter: FilterText = None,
         order_by: Annotated[str | None, Parameter(query="orderBy", max_length=256)] = None,
         memo_state: Annotated[str | None, Parameter(query="state", max_length=32)] = None,
         view: View = None,

@@ -96,7 +96,7 @@ class Memo(Out):
     location: Location | msgspec.UnsetType = msgspec.UNSET
     space: str | msgspec.UnsetType = msgspec.UNSET
     tree: str | msgspec.UnsetType = msgspec.UNSET
-    # Only with ?view=html (the web client's opt-in): safe HTML, see render.py.
+    # Only with ?view=html (the web client's opt-in): safe HTML, see safe_html.py.
     content_html: str | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -153,18 +153,3 @@ class ListMemosResponse(Out):
     memos: list[Memo]
     next_page_token: str = ""
     total_size: int | msgspec.UnsetType = msgspec.UNSET
-
-
-class UserStats(Out):
-    name: str
-    memo_display_timestamps: list[str]  # Memos before 0.26; the same as memoCreatedTimestamps
-    memo_created_timestamps: list[str]
-    memo_updated_timestamps: list[str]
-    memo_type_stats: dict[str, int]
-    tag_count: dict[str, int]
-    pinned_memos: list[str]
-    total_memo_count: int
-
-
-class ListAllUserStatsResponse(Out):
-    stats: list[UserStats]

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.attachments import storage
@@ -100,8 +101,8 @@ class TrashController(Controller):
         access: AccessSettings,
         settings: Settings,
         user: UserName,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
     ) -> ListTrashResponse:
         """The caller's trash, most recently trashed first (each entry is a DELETE)."""
         _own(user, caller)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.bounds import Label, Name
+from app.api.context import writable_key
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.deps import requires_user
@@ -56,7 +57,7 @@ class ReactionController(Controller):
         "",
         operation_id="MemoService_UpsertMemoReaction",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def upsert_reaction(
@@ -78,7 +79,7 @@ class ReactionController(Controller):
         "/{reaction:str}",
         operation_id="MemoService_DeleteMemoReaction",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def delete_reaction(

@@ -15,10 +15,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
-from app.access.writes import key_may_write
 from app.api.structs import rfc3339
 from app.db.schema import reaction, user_account
-from app.errors import InvalidArgument, NotFound, PermissionDenied
+from app.errors import InvalidArgument, NotFound
 from app.memos.schemas import Reaction
 
 MAX_REACTION_CHARS = 32
@@ -64,8 +63,6 @@ async def upsert_reaction(
     conn: AsyncConnection, caller: Caller, memo_row: Any, reaction_type: str, now: int
 ) -> Reaction:
     """The caller's reaction of this type on the memo, created if absent."""
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     kind = valid_reaction_type(reaction_type)
     mine = sa.and_(
         reaction.c.memo_id == memo_row.id,
@@ -94,8 +91,6 @@ async def delete_reaction(
     conn: AsyncConnection, caller: Caller, memo_row: Any, reaction_id: int
 ) -> None:
     """Delete the caller's own reaction; any other reaction is "not found"."""
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     result = await conn.execute(
         reaction.delete().where(
             reaction.c.id == reaction_id,

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.errors import Unauthenticated
 from app.instance.store import AccessSettings
@@ -39,9 +40,9 @@ class SearchController(Controller):
         now: int,
         text: Annotated[str | None, Parameter(query="query")] = None,
         mode: Annotated[str | None, Parameter(query="mode", max_length=32)] = None,
-        filter: Annotated[str | None, Parameter(query="filter", max_length=8192)] = None,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
-        page_token: Annotated[str | None, Parameter(query="pageToken", max_length=4096)] = None,
+        filter: FilterText = None,
+        page_size: PageSize = None,
+        page_token: PageToken = None,
         pool_size: Annotated[int | None, Parameter(query="poolSize", ge=-(2**31), le=2**31)] = None,
     ) -> schemas.SearchMemosResponse:
         """Memos ranked by relevance: full-text and embeddings, fused; the semantic arm

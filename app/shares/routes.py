@@ -9,6 +9,7 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.context import writable_key
 from app.api.responses import errors
 from app.api.structs import parse_time
 from app.deps import requires_user
@@ -32,7 +33,13 @@ class MemoShareController(Controller):
     tags = ("MemoService",)
     guards = [requires_user]  # noqa: RUF012 (Litestar's layer attribute)
 
-    @post("", operation_id="MemoService_CreateMemoShare", status_code=200, responses=errors(409))
+    @post(
+        "",
+        operation_id="MemoService_CreateMemoShare",
+        status_code=200,
+        responses=errors(409),
+        guards=[writable_key],
+    )
     async def create_share(
         self,
         db: AsyncConnection,
@@ -61,6 +68,7 @@ class MemoShareController(Controller):
         operation_id="MemoService_DeleteMemoShare",
         status_code=200,
         responses=errors(),
+        guards=[writable_key],
     )
     async def delete_share(
         self,

@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode
 from app.access.caller import Caller
-from app.access.writes import key_may_write
 from app.api.structs import rfc3339
 from app.db.schema import memo, memo_share, user_account
 from app.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
@@ -35,12 +34,6 @@ SHAREABLE = ("PRIVATE", "PROTECTED", "PUBLIC")
 def _require_author(caller: Caller, row: Any) -> None:
     if row.creator_id != caller.user_id:
         raise PermissionDenied(f"memo {row.uid!r}: only its author manages share links")
-
-
-def _require_author_writer(caller: Caller, row: Any) -> None:
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
-    _require_author(caller, row)
 
 
 def share_out(memo_uid: str, row: Any) -> MemoShare:
@@ -58,7 +51,7 @@ def share_out(memo_uid: str, row: Any) -> MemoShare:
 async def create_share(
     conn: AsyncConnection, caller: Caller, memo_row: Any, expires: int | None, now: int
 ) -> MemoShare:
-    _require_author_writer(caller, memo_row)
+    _require_author(caller, memo_row)
     if memo_row.parent_id is not None:
         raise InvalidArgument(f"memo {memo_row.uid!r} is a comment: comments cannot be shared")
     if memo_row.visibility not in SHAREABLE or memo_row.space_id is not None:
@@ -96,7 +89,7 @@ async def list_shares(conn: AsyncConnection, caller: Caller, memo_row: Any) -> l
 
 
 async def revoke_share(conn: AsyncConnection, caller: Caller, memo_row: Any, token: str) -> None:
-    _require_author_writer(caller, memo_row)
+    _require_author(caller, memo_row)
     result = await conn.execute(
         memo_share.delete().where(
             memo_share.c.memo_id == memo_row.id,

@@ -13,32 +13,27 @@ from litestar import Controller, delete, get, post
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
 from app.api.responses import errors
 from app.deps import management_plane, requires_user
-from app.settings import Settings
 from app.spaces import grants, groups, schemas
-from app.spaces.routes import SpaceName, UserName
+from app.spaces.routes import SPACE_DEPENDENCIES, SpaceName, UserName
 from app.spaces.service import SpaceContext, space_uid
 
 GroupId = Annotated[str, Parameter(description="group id", max_length=16)]
 GrantId = Annotated[str, Parameter(description="grant id", max_length=16)]
 
 
-def _ctx(caller: Caller, now: int, settings: Settings) -> SpaceContext:
-    return SpaceContext(caller, now, settings.secret)
-
-
 class SpaceAccessController(Controller):
     path = "/api/v1/spaces/{space:str}"
     tags = ("SpaceService",)
     guards = (requires_user,)
+    dependencies = SPACE_DEPENDENCIES
 
     @get("/groups", operation_id="SpaceService_ListGroups", responses=errors())
     async def list_groups(
-        self, db: AsyncConnection, caller: Caller, now: int, settings: Settings, space: SpaceName
+        self, db: AsyncConnection, space_ctx: SpaceContext, space: SpaceName
     ) -> schemas.ListGroupsResponse:
-        return await groups.list_groups(db, _ctx(caller, now, settings), space_uid(space))
+        return await groups.list_groups(db, space_ctx, space_uid(space))
 
     @post(
         "/groups",
@@ -50,13 +45,11 @@ class SpaceAccessController(Controller):
     async def create_group(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         data: schemas.GroupIn,
     ) -> schemas.Group:
-        return await groups.create_group(db, _ctx(caller, now, settings), space_uid(space), data)
+        return await groups.create_group(db, space_ctx, space_uid(space), data)
 
     @get(
         "/groups/{group:str}/members",
@@ -66,15 +59,11 @@ class SpaceAccessController(Controller):
     async def list_group_members(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         group: GroupId,
     ) -> schemas.ListGroupMembersResponse:
-        return await groups.list_group_members(
-            db, _ctx(caller, now, settings), space_uid(space), group
-        )
+        return await groups.list_group_members(db, space_ctx, space_uid(space), group)
 
     @post(
         "/groups/{group:str}/members",
@@ -86,16 +75,12 @@ class SpaceAccessController(Controller):
     async def add_group_member(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         group: GroupId,
         data: schemas.GroupMemberIn,
     ) -> schemas.GroupMember:
-        return await groups.add_group_member(
-            db, _ctx(caller, now, settings), space_uid(space), group, data
-        )
+        return await groups.add_group_member(db, space_ctx, space_uid(space), group, data)
 
     @delete(
         "/groups/{group:str}/members/{username:str}",
@@ -107,23 +92,19 @@ class SpaceAccessController(Controller):
     async def remove_group_member(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         group: GroupId,
         username: UserName,
     ) -> dict[str, Any]:
-        await groups.remove_group_member(
-            db, _ctx(caller, now, settings), space_uid(space), group, username
-        )
+        await groups.remove_group_member(db, space_ctx, space_uid(space), group, username)
         return {}
 
     @get("/grants", operation_id="SpaceService_ListGrants", responses=errors())
     async def list_grants(
-        self, db: AsyncConnection, caller: Caller, now: int, settings: Settings, space: SpaceName
+        self, db: AsyncConnection, space_ctx: SpaceContext, space: SpaceName
     ) -> schemas.ListGrantsResponse:
-        return await grants.list_grants(db, _ctx(caller, now, settings), space_uid(space))
+        return await grants.list_grants(db, space_ctx, space_uid(space))
 
     @post(
         "/grants",
@@ -135,13 +116,11 @@ class SpaceAccessController(Controller):
     async def create_grant(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         data: schemas.GrantIn,
     ) -> schemas.Grant:
-        return await grants.create_grant(db, _ctx(caller, now, settings), space_uid(space), data)
+        return await grants.create_grant(db, space_ctx, space_uid(space), data)
 
     @delete(
         "/grants/{grant:str}",
@@ -153,17 +132,15 @@ class SpaceAccessController(Controller):
     async def delete_grant(
         self,
         db: AsyncConnection,
-        caller: Caller,
-        now: int,
-        settings: Settings,
+        space_ctx: SpaceContext,
         space: SpaceName,
         grant: GrantId,
     ) -> dict[str, Any]:
-        await grants.delete_grant(db, _ctx(caller, now, settings), space_uid(space), grant)
+        await grants.delete_grant(db, space_ctx, space_uid(space), grant)
         return {}
 
     @get("/access", operation_id="SpaceService_GetAccess", responses=errors())
     async def get_access(
-        self, db: AsyncConnection, caller: Caller, now: int, settings: Settings, space: SpaceName
+        self, db: AsyncConnection, space_ctx: SpaceContext, space: SpaceName
     ) -> schemas.Access:
-        return await grants.get_access(db, _ctx(caller, now, settings), space_uid(space))
+        return await grants.get_access(db, space_ctx, space_uid(space))

@@ -32,7 +32,7 @@ from app.db.schema import space_grant, space_group_member, space_member, user_ac
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from app.spaces import schemas
 from app.spaces.groups import group_id, group_in_space
-from app.spaces.service import SpaceContext, _event, _user_by_name, member_space
+from app.spaces.service import SpaceContext, member_space, record_event, user_by_name
 
 log = structlog.get_logger("daybook.spaces")
 
@@ -117,7 +117,7 @@ async def _principal(
     conn: AsyncConnection, space_row: Any, raw: str
 ) -> tuple[int | None, int | None]:
     if raw.startswith("users/"):
-        user = await _user_by_name(conn, raw, "principal")
+        user = await user_by_name(conn, raw, "principal")
         active = (
             await conn.execute(
                 sa.select(space_member.c.user_id).where(
@@ -172,7 +172,7 @@ async def create_grant(
     self_root = user_id == ctx.caller.user_id and path == "" and level == OWNER
     if self_root:
         log.warning("grant_self_root", space=row.uid, user=ctx.caller.username)
-    await _event(conn, ctx, row.id, "GRANT_SELF_ROOT" if self_root else "GRANT", detail)
+    await record_event(conn, ctx, row.id, "GRANT_SELF_ROOT" if self_root else "GRANT", detail)
     fresh = (await conn.execute(sa.select(space_grant).where(space_grant.c.id == new_id))).one()
     return (await _present(conn, row.uid, [fresh]))[0]
 
@@ -197,7 +197,7 @@ async def delete_grant(conn: AsyncConnection, ctx: SpaceContext, uid: str, raw_i
             f"path: managing grants at {grant.path!r} needs OWNER there or space ADMIN"
         )
     await conn.execute(space_grant.delete().where(space_grant.c.id == grant.id))
-    await _event(
+    await record_event(
         conn,
         ctx,
         row.id,

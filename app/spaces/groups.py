@@ -18,7 +18,7 @@ from app.api.structs import rfc3339
 from app.db.schema import space_group, space_group_member, space_member, user_account
 from app.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from app.spaces import roster, schemas
-from app.spaces.service import SpaceContext, _event, _user_by_name, member_space
+from app.spaces.service import SpaceContext, member_space, record_event, user_by_name
 
 __all__ = [
     "add_group_member",
@@ -86,7 +86,7 @@ async def create_group(
             .returning(space_group.c.id)
         )
     ).scalar_one()
-    await _event(conn, ctx, row.id, "GROUP_CREATE", {"group_id": gid, "title": title})
+    await record_event(conn, ctx, row.id, "GROUP_CREATE", {"group_id": gid, "title": title})
     return group_out(row.uid, await group_in_space(conn, row.id, gid))
 
 
@@ -114,7 +114,7 @@ async def add_group_member(
 ) -> schemas.GroupMember:
     row, _ = await member_space(conn, ctx.caller, uid, admin=True, lock=True)
     group = await group_in_space(conn, row.id, group_id(raw_gid))
-    user = await _user_by_name(conn, data.user, "user")
+    user = await user_by_name(conn, data.user, "user")
     active = (
         await conn.execute(
             sa.select(space_member.c.user_id).where(
@@ -139,7 +139,7 @@ async def add_group_member(
     if exists is not None:
         raise AlreadyExists(f"user {user.username!r} is already in group {group.id}")
     await conn.execute(space_group_member.insert().values(group_id=group.id, user_id=user.id))
-    await _event(conn, ctx, row.id, "GROUP_ADD", {"group_id": group.id, "user_id": user.id})
+    await record_event(conn, ctx, row.id, "GROUP_ADD", {"group_id": group.id, "user_id": user.id})
     return schemas.GroupMember(
         name=f"spaces/{row.uid}/groups/{group.id}/members/{user.username}",
         user=f"users/{user.username}",
@@ -151,7 +151,7 @@ async def remove_group_member(
 ) -> None:
     row, _ = await member_space(conn, ctx.caller, uid, admin=True, lock=True)
     group = await group_in_space(conn, row.id, group_id(raw_gid))
-    user = await _user_by_name(conn, username, "username")
+    user = await user_by_name(conn, username, "username")
     gone = await conn.execute(
         space_group_member.delete().where(
             space_group_member.c.group_id == group.id, space_group_member.c.user_id == user.id
@@ -159,4 +159,6 @@ async def remove_group_member(
     )
     if gone.rowcount == 0:
         raise NotFound(f"user {user.username!r} is not in group {group.id}")
-    await _event(conn, ctx, row.id, "GROUP_REMOVE", {"group_id": group.id, "user_id": user.id})
+    await record_event(
+        conn, ctx, row.id, "GROUP_REMOVE", {"group_id": group.id, "user_id": user.id}
+    )

@@ -21,8 +21,7 @@ from app.api.structs import In, Out, resource_id
 from app.db.schema import memo, user_account
 from app.errors import Unauthenticated
 from app.instance.store import AccessSettings
-from app.memos.schemas import ListAllUserStatsResponse
-from app.users.schemas import User, user_out
+from app.users.schemas import ListAllUserStatsResponse, User, user_out
 from app.users.stats import user_stats
 
 MAX_BATCH = 100

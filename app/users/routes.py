@@ -4,25 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from litestar import Controller, Request, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext
 from app.api.responses import errors
 from app.api.structs import Out, resource_id, rfc3339
 from app.auth import audit, reset
 from app.auth.routes import admit_password_guess
-from app.db.schema import user_account
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import FailedPrecondition, PermissionDenied, Unauthenticated
-from app.instance.store import AccessSettings
-from app.memos.schemas import UserStats
-from app.settings import Settings
 from app.users import service
-from app.users.schemas import ListUsersResponse, User, UserIn, user_out
+from app.users.schemas import ListUsersResponse, User, UserIn, UserStats, user_out
 from app.users.stats import user_stats
 
 UserName = Annotated[str, Parameter(description="username or users/{username}", max_length=80)]
@@ -60,16 +54,8 @@ class UserController(Controller):
         guards=[management_plane],
         responses=errors(409),
     )
-    async def create_user(
-        self,
-        db: AsyncConnection,
-        state: State,
-        caller: Caller | None,
-        access: AccessSettings,
-        now: int,
-        data: UserIn,
-    ) -> User:
-        row = await service.create_user(db, state.hasher, caller, access, data, now)
+    async def create_user(self, ctx: RequestContext, state: State, data: UserIn) -> User:
+        row = await service.create_user(ctx.db, state.hasher, ctx.caller, ctx.access, data, ctx.now)
         return user_out(row, private=True)
 
     @get(
@@ -78,19 +64,16 @@ class UserController(Controller):
         guards=[requires_user, management_plane],
         responses=errors(),
     )
-    async def list_users(self, db: AsyncConnection, caller: Caller) -> ListUsersResponse:
-        if not caller.is_admin:
-            raise PermissionDenied("only an admin can list users")
-        rows = (await db.execute(sa.select(user_account).order_by(user_account.c.id))).all()
+    async def list_users(self, ctx: RequestContext) -> ListUsersResponse:
+        rows = await service.list_users(ctx.db, ctx.user)
         return ListUsersResponse(users=[user_out(r, private=True) for r in rows])
 
     @get("/{user:str}", operation_id="UserService_GetUser", responses=errors())
-    async def get_user(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, user: UserName
-    ) -> User:
-        if caller is None and access.access_mode.value == "PRIVATE":
+    async def get_user(self, ctx: RequestContext, user: UserName) -> User:
+        caller = ctx.caller
+        if caller is None and ctx.mode.value == "PRIVATE":
             raise Unauthenticated("sign in to view users on this instance")
-        row = await service.get_user(db, _username(user))
+        row = await service.get_user(ctx.db, _username(user))
         private = caller is not None and (caller.user_id == row.id or caller.is_admin)
         return user_out(row, private=private)
 
@@ -103,11 +86,8 @@ class UserController(Controller):
     async def update_user(
         self,
         request: Request[Any, Any, Any],
-        settings: Settings,
-        db: AsyncConnection,
+        ctx: RequestContext,
         state: State,
-        caller: Caller,
-        now: int,
         user: UserName,
         data: UserIn,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
@@ -118,12 +98,13 @@ class UserController(Controller):
         paths = service.user_mask(
             update_mask if update_mask is not None else update_mask_snake, data
         )
+        caller = ctx.user
         if "password" in paths and _username(user) == caller.username:
             # Guesses at the current password count like sign-in guesses (before any
-            # statement of this request, so no write lock is held meanwhile).
-            await admit_password_guess(request, state, settings, caller.username, now)
-        target = await service.get_user(db, _username(user))
-        row = await service.update_user(db, state.hasher, caller, target, data, paths, now)
+            # write of this request, so no write lock is held meanwhile).
+            await admit_password_guess(request, state, ctx.settings, caller.username, ctx.now)
+        target = await service.get_user(ctx.db, _username(user))
+        row = await service.update_user(ctx.db, state.hasher, caller, target, data, paths, ctx.now)
         return user_out(row, private=True)
 
     @delete(
@@ -133,11 +114,9 @@ class UserController(Controller):
         guards=[requires_user, management_plane],
         responses=errors(412),
     )
-    async def delete_user(
-        self, db: AsyncConnection, caller: Caller, user: UserName
-    ) -> dict[str, Any]:
-        target = await service.get_user(db, _username(user))
-        await service.delete_user(db, caller, target)
+    async def delete_user(self, ctx: RequestContext, user: UserName) -> dict[str, Any]:
+        target = await service.get_user(ctx.db, _username(user))
+        await service.delete_user(ctx.db, ctx.user, target)
         return {}
 
     @post(
@@ -148,29 +127,24 @@ class UserController(Controller):
         responses=errors(),
     )
     async def create_password_reset(
-        self,
-        request: Request[Any, Any, Any],
-        db: AsyncConnection,
-        caller: Caller,
-        settings: Settings,
-        now: int,
-        user: UserName,
+        self, request: Request[Any, Any, Any], ctx: RequestContext, user: UserName
     ) -> PasswordResetLink:
         """A one-time link with which the user sets a new password (admin only).
 
         The admin never chooses nor learns a password; the user's current one
         keeps working until the link is used. Recorded in the user's audit events.
         """
+        caller, settings = ctx.user, ctx.settings
         if not caller.is_admin:
             raise PermissionDenied("only an admin can issue a password reset link")
-        target = await service.get_user(db, _username(user))
+        target = await service.get_user(ctx.db, _username(user))
         if target.state != "NORMAL":
             raise FailedPrecondition(f"user {target.username!r} is archived")
         issued = await reset.issue(
-            db,
+            ctx.db,
             target.id,
             issued_by=f"users/{caller.username}",
-            now=now,
+            now=ctx.now,
             lifetime=settings.reset_link_lifetime,
         )
         base = settings.public_url or str(request.base_url)
@@ -185,13 +159,14 @@ class UserController(Controller):
         responses=errors(),
     )
     async def list_audit_events(
-        self, db: AsyncConnection, caller: Caller, user: UserName
+        self, ctx: RequestContext, user: UserName
     ) -> ListAuditEventsResponse:
         """Security events about the account (reset links, password changes), newest first."""
-        target = await service.get_user(db, _username(user))
+        caller = ctx.user
+        target = await service.get_user(ctx.db, _username(user))
         if not (caller.user_id == target.id or caller.is_admin):
             raise PermissionDenied("only the user or an admin can read its audit events")
-        rows = await audit.events_of(db, target.id)
+        rows = await audit.events_of(ctx.db, target.id)
         return ListAuditEventsResponse(
             events=[
                 AuditEvent(
@@ -205,10 +180,8 @@ class UserController(Controller):
         )
 
     @get("/{user:str}/:getStats", operation_id="UserService_GetUserStats", responses=errors())
-    async def get_stats(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, user: UserName
-    ) -> UserStats:
-        if caller is None and access.access_mode.value == "PRIVATE":
+    async def get_stats(self, ctx: RequestContext, user: UserName) -> UserStats:
+        if ctx.caller is None and ctx.mode.value == "PRIVATE":
             raise Unauthenticated("sign in to view stats on this instance")
-        row = await service.get_user(db, _username(user))
-        return await user_stats(db, row.username, row.id, caller, access.access_mode)
+        row = await service.get_user(ctx.db, _username(user))
+        return await user_stats(ctx.db, row.username, row.id, ctx.caller, ctx.mode)

@@ -67,3 +67,18 @@ def user_out(row: Any, *, private: bool) -> User:
         create_time=rfc3339(row.created_ts),
         update_time=rfc3339(row.updated_ts),
     )
+
+
+class UserStats(Out):
+    name: str
+    memo_display_timestamps: list[str]  # Memos before 0.26; the same as memoCreatedTimestamps
+    memo_created_timestamps: list[str]
+    memo_updated_timestamps: list[str]
+    memo_type_stats: dict[str, int]
+    tag_count: dict[str, int]
+    pinned_memos: list[str]
+    total_memo_count: int
+
+
+class ListAllUserStatsResponse(Out):
+    stats: list[UserStats]

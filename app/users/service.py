@@ -30,7 +30,7 @@ from app.errors import (
     PermissionDenied,
 )
 from app.instance.store import AccessSettings
-from app.spaces.service import refuse_if_last_space_admin
+from app.spaces.members import refuse_if_last_space_admin
 from app.users.schemas import UserIn
 
 ROLES = ("ADMIN", "USER")
@@ -76,6 +76,13 @@ async def get_user(conn: AsyncConnection, username: str) -> Any:
     if row is None:
         raise NotFound(f"user {username!r} not found")
     return row
+
+
+async def list_users(conn: AsyncConnection, caller: Caller) -> list[Any]:
+    """Every user, oldest first (admins only)."""
+    if not caller.is_admin:
+        raise PermissionDenied("only an admin can list users")
+    return list((await conn.execute(sa.select(user_account).order_by(user_account.c.id))).all())
 
 
 async def user_count(conn: AsyncConnection) -> int:

@@ -22,8 +22,8 @@ from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
-from app.access.writes import key_may_write
 from app.api.bounds import Enum
+from app.api.context import writable_key
 from app.api.responses import errors
 from app.api.structs import In, Out, resource_id
 from app.db.schema import instance_setting
@@ -187,7 +187,12 @@ class UserSettingController(Controller):
         _setting(setting)
         return _out(username, await _load(db, caller))
 
-    @patch("/{setting:str}", operation_id="UserService_UpdateUserSetting", responses=errors())
+    @patch(
+        "/{setting:str}",
+        operation_id="UserService_UpdateUserSetting",
+        guards=[writable_key],
+        responses=errors(),
+    )
     async def update_setting(
         self,
         db: AsyncConnection,
@@ -199,8 +204,6 @@ class UserSettingController(Controller):
     ) -> UserSetting:
         username = _own(caller, user)
         _setting(setting)
-        if not key_may_write(caller):
-            raise PermissionDenied("this access token is read-only")
         general = data.general_setting
         if isinstance(general, msgspec.UnsetType):
             raise InvalidArgument("generalSetting: required")

@@ -14,7 +14,7 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.structs import rfc3339
 from app.db.schema import memo, memo_tag
-from app.memos.schemas import UserStats
+from app.users.schemas import UserStats
 
 
 async def user_stats(

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.caller import Caller
 from app.api.bounds import Name, Title, Url
 from app.api.paging import page_size as clamp_page_size
+from app.api.params import PageSize
 from app.api.responses import errors
 from app.api.structs import In, Out, resource_id, rfc3339
 from app.db.schema import webhook, webhook_delivery, webhook_event
@@ -269,7 +270,7 @@ class WebhookController(Controller):
         caller: Caller,
         user: UserName,
         hook: WebhookId,
-        page_size: Annotated[int | None, Parameter(query="pageSize", ge=-(2**31), le=2**31)] = None,
+        page_size: PageSize = None,
         page_token: Annotated[str | None, Parameter(query="pageToken", max_length=32)] = None,
     ) -> ListWebhookDeliveriesResponse:
         """The webhook's delivery attempts, newest first (owner only)."""

@@ -8,6 +8,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from tests.conftest import Actor
+from tests.support import make_public, restricted_key
 
 
 async def names(actor: Actor | AsyncTestClient[Any], url: str = "/api/v1/memos") -> set[str]:
@@ -80,7 +81,7 @@ async def test_anonymous_on_private_instance(client: AsyncTestClient[Any], alice
 async def test_anonymous_on_public_instance_sees_public_only(
     client: AsyncTestClient[Any], alice: Actor
 ) -> None:
-    await alice.patch("/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC"})
+    await make_public(alice)
     public = await alice.memo("hello world #pub", visibility="PUBLIC")
     await alice.memo("team #team", visibility="PROTECTED")
     await alice.memo("mine #mine", visibility="PRIVATE")
@@ -129,15 +130,6 @@ async def test_pagination_with_hidden_memos_interleaved(alice: Actor, bob: Actor
             break
         assert len(r["memos"]) == 3
     assert len(seen) == len(set(seen)) and set(seen) == visible
-
-
-async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
-    r = await actor.post(
-        f"/api/v1/users/{actor.username}/personalAccessTokens",
-        json={"description": "agent", "restriction": restriction},
-    )
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
 
 
 async def test_read_key_never_writes(client: AsyncTestClient[Any], alice: Actor) -> None:

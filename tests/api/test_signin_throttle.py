@@ -82,14 +82,15 @@ async def test_spraying_usernames_from_one_client_is_throttled(
     pclient: AsyncTestClient[Any],
 ) -> None:
     await sign_up(pclient, "alice")
-    codes = [(await attempt(pclient, ATTACKER, f"user{i}", "guess")).status_code for i in range(52)]
-    assert codes[:50] == [401] * 50 and codes[50:] == [429, 429]
+    # signin_client_limit: 30 per client per 15 minutes (decision 0029's table).
+    codes = [(await attempt(pclient, ATTACKER, f"user{i}", "guess")).status_code for i in range(32)]
+    assert codes[:30] == [401] * 30 and codes[30:] == [429, 429]
     # IPv6 clients count per /64: rotating the interface id does not help.
     six = [
         (await attempt(pclient, f"2001:db8:1:2::{i:x}", f"v{i}", "guess")).status_code
-        for i in range(51)
+        for i in range(31)
     ]
-    assert six[:50] == [401] * 50 and six[50] == 429
+    assert six[:30] == [401] * 30 and six[30] == 429
 
 
 async def test_concurrent_guesses_cannot_overrun_the_allowance(
@@ -125,7 +126,7 @@ async def test_forwarded_for_is_ignored_unless_the_peer_is_a_trusted_proxy(
     """Default settings trust no proxy: rotating X-Forwarded-For changes nothing."""
     await sign_up(client, "alice")
     codes = [
-        (await attempt(client, f"192.0.2.{i}", f"user{i}", "guess")).status_code for i in range(51)
+        (await attempt(client, f"192.0.2.{i}", f"user{i}", "guess")).status_code for i in range(31)
     ]
     assert codes[-1] == 429
     # uvicorn's own proxy handling (which trusts loopback by default) is off.

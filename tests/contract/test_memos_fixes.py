@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Actor, sign_up
+from tests.support import make_public
 
 PNG = "iVBORw0KGgo="
 
@@ -133,7 +134,7 @@ async def test_users_display_name_with_nickname_alias(client: Any, alice: Actor)
 
 
 async def test_users_batch_get_and_all_stats(client: Any, alice: Actor, bob: Actor) -> None:
-    await alice.patch("/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC"})
+    await make_public(alice)
     await alice.memo("public one", visibility="PUBLIC")
     await bob.memo("bob private")
     r = await bob.post("/api/v1/users:batchGet", json={"usernames": ["alice", "nobody", "bob"]})

@@ -7,7 +7,7 @@ semantics and standard CEL, all of which are listed here and nowhere else:
 
 1. ``content`` text ops fold case (Memos), CEL's are case-sensitive: the
    oracle writes ``fold(content) <op> "<folded needle>"`` (``fold`` is
-   ``app.filter.fold``, the per-code-point simple lowercase mapping).
+   ``app.fold``, the per-code-point simple lowercase mapping).
 2. ``now()`` is the old Memos epoch-seconds int, ``now`` a timestamp; and
    ``created_ts`` compared with ints is epoch seconds: the oracle writes
    ``int(created_ts) <op> now() - 86400``.
@@ -33,7 +33,7 @@ import celpy
 import celpy.celtypes as ct
 from hypothesis import strategies as st
 
-from app.filter import fold
+from app.fold import fold
 
 NOW = 1_750_000_000  # 2025-06-15T15:06:40Z
 USERS = {1: "alice", 2: "bob", 3: "carol"}  # creator_id 4 has no user row

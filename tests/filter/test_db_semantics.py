@@ -1,6 +1,6 @@
 """Behaviour on real databases beyond the differential test: the trigram
 table staying in step with writes, attachment filters, and the case-folding
-agreement between PostgreSQL's lower() and ``app.filter.fold``."""
+agreement between PostgreSQL's lower() and ``app.fold``."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_attachment_filters(filter_db: Db) -> None:
 
 
 def test_fold_matches_postgresql_lower(filter_db: Db) -> None:
-    """Every code point: PostgreSQL's lower() (C.UTF-8) equals app.filter.fold."""
+    """Every code point: PostgreSQL's lower() (C.UTF-8) equals app.fold."""
     if filter_db.dialect_name != "postgresql":
         pytest.skip("PostgreSQL's lower() only")
     rows = filter_db.execute(

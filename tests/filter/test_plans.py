@@ -9,7 +9,7 @@ first, limited to a page. EXPLAIN needs the values inline, so
 the tests compile with ``literal_binds`` (tests only; the application always
 binds).
 
-The selectivity probe (``app.memos.query_filter.dense_needles``) is checked
+The selectivity probe (``app.filter.probe.dense_needles``) is checked
 here too: which needles it finds dense on this table, and that the list
 statement walks ``ix_memo_timeline`` newest first for a dense needle (no
 sort) while a sparse one keeps driving the plan from its index.
@@ -27,10 +27,11 @@ from sqlalchemy.sql.elements import ColumnElement
 from app.access.audience import AccessMode, audience_predicate
 from app.access.caller import Caller, Credential
 from app.db.schema import memo, memo_tag, user_account
-from app.filter import compile_memo_filter, lower_filter, memo_filter_needles
+from app.filter import compile_filter, compile_memo_filter, memo_filter_needles
+from app.filter.probe import dense_needles
 from app.filter.selectivity import Needle, Span, TagNeedle, TrigramNeedle, probe_cap
 from app.memos.listing import ListQuery, list_memos
-from app.memos.query_filter import dense_needles, memo_filter_clause
+from app.memos.query_filter import memo_filter_clause
 from tests.filter.conftest import Db
 
 ROWS = 20_000
@@ -153,7 +154,7 @@ CALLER = Caller(user_id=1, username="u1", role="USER", credential=Credential.SES
 def _probe(db: Db, text: str) -> frozenset[Needle]:
     async def go() -> frozenset[Needle]:
         async with db.engine.connect() as conn:
-            return await dense_needles(conn, lower_filter(text))
+            return await dense_needles(conn, compile_filter(text))
 
     return db.runner.run(go())
 
@@ -223,9 +224,9 @@ def test_probe_reads_the_id_range_once_per_connection(seeded: Db) -> None:
             conn.info.pop("daybook.filter.memo_span", None)
             sa.event.listen(seeded.engine.sync_engine, "before_cursor_execute", count)
             try:
-                await dense_needles(conn, lower_filter('"daily" in tags'))
+                await dense_needles(conn, compile_filter('"daily" in tags'))
                 first = len(statements)
-                await dense_needles(conn, lower_filter('"daily" in tags'))
+                await dense_needles(conn, compile_filter('"daily" in tags'))
             finally:
                 sa.event.remove(seeded.engine.sync_engine, "before_cursor_execute", count)
             return first, len(statements) - first, conn.info["daybook.filter.memo_span"]

@@ -11,7 +11,8 @@ from typing import Any
 from litestar.testing import AsyncTestClient
 
 from tests.conftest import Actor
-from tests.spaces.conftest import carol, dave, restricted_key, team  # noqa: F401 (fixtures)
+from tests.spaces.conftest import carol, dave, team  # noqa: F401 (fixtures)
+from tests.support import mint_key
 
 
 async def grant(
@@ -40,7 +41,7 @@ async def access(client: AsyncTestClient[Any], headers: dict[str, str], space: s
 
 
 async def key(actor: Actor, **restriction: Any) -> dict[str, str]:
-    r = await restricted_key(actor, **restriction)
+    r = await mint_key(actor, **restriction)
     assert r.status_code == 200, r.text
     return {"Authorization": f"Bearer {r.json()['token']}"}
 

@@ -9,7 +9,7 @@ import pytest
 from app.memos.markdown import derive
 from app.memos.parse import parse, plain
 from app.memos.parse_pool import deadline, parse_memo
-from app.memos.render import render_html
+from app.memos.safe_html import render_html
 
 SAMPLES = [
     "",

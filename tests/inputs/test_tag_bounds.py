@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from app.memos.markdown import MAX_TAG_DEPTH, MAX_TAG_LENGTH, MAX_TAGS, derive
-from app.memos.render import render_html
+from app.memos.safe_html import render_html
 from tests.conftest import Actor
 
 

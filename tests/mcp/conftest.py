@@ -18,7 +18,6 @@ import contextlib
 import os
 import pathlib
 import shutil
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -35,12 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Templates, _admin_exec
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import free_port
 
 
 @contextlib.contextmanager

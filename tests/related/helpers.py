@@ -8,22 +8,9 @@ from typing import Any
 from litestar.testing import AsyncTestClient
 
 from tests.conftest import Actor
+from tests.support import make_public, restricted_key
 
-
-async def make_public(admin: Actor, **extra: Any) -> None:
-    r = await admin.patch(
-        "/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC", **extra}
-    )
-    assert r.status_code == 200, r.text
-
-
-async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
-    r = await actor.post(
-        f"/api/v1/users/{actor.username}/personalAccessTokens",
-        json={"description": "agent", "restriction": restriction},
-    )
-    assert r.status_code == 200, r.text
-    return {"Authorization": f"Bearer {r.json()['token']}"}
+__all__ = ["comment", "make_public", "names_of", "restricted_key", "upload"]
 
 
 async def comment(actor: Actor, parent: dict[str, Any], content: str, **fields: Any) -> Any:

@@ -30,9 +30,9 @@ from app.search.highlight import Span, match_spans, phrase_match, sentences, sni
 from app.search.relevance import CALIBRATED, parse_floor
 from app.search.terms import parse_terms
 from app.settings import Settings, load_settings
-from tests.api.test_audience import restricted_key
 from tests.conftest import Actor
 from tests.search.conftest import contents, embed_all, search
+from tests.support import restricted_key
 
 FLOOR = "0.35:0.3"  # hashing embedder: a cosine of 0.35 and within 0.3 of the best
 

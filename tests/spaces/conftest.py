@@ -66,13 +66,6 @@ async def space_memo(actor: Actor, space: str, tree: str = "share", **fields: An
     )
 
 
-async def restricted_key(actor: Actor, **restriction: Any) -> Any:
-    return await actor.post(
-        f"/api/v1/users/{actor.username}/personalAccessTokens",
-        json={"description": "agent", "restriction": restriction},
-    )
-
-
 async def own_root(admin: Actor, space: str) -> None:
     """The space ADMIN grants itself OWNER at the root (the explicit, logged action)."""
     r = await admin.post(

@@ -13,6 +13,7 @@ from app.db.schema import memo_share
 from app.settings import Settings
 from tests.conftest import Actor
 from tests.spaces.conftest import Team, own_root, space_memo
+from tests.support import make_public
 
 
 @pytest.mark.parametrize(
@@ -68,7 +69,7 @@ async def test_space_memo_shape_and_audience(
     for outsider in (carol, dave):
         assert (await outsider.get(f"/api/v1/{created['name']}")).status_code == 404
         assert (await outsider.get("/api/v1/memos")).json()["memos"] == []
-    await alice.patch("/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC"})
+    await make_public(alice)
     assert (await client.get(f"/api/v1/{created['name']}")).status_code == 404
     assert (await client.get("/api/v1/memos")).json()["memos"] == []
 

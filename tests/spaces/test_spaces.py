@@ -17,9 +17,9 @@ from tests.spaces.conftest import (
     invite,
     join,
     own_root,
-    restricted_key,
     space_memo,
 )
+from tests.support import mint_key
 
 
 def _everything_in(space: str, other: str) -> list[tuple[str, str, dict[str, Any] | None]]:
@@ -262,20 +262,14 @@ async def test_restricted_keys_and_spaces(
 ) -> None:
     other = await create_space(alice, "Other")
     # Declaring: only spaces the holder is an ACTIVE member of.
-    assert (
-        await restricted_key(carol, scope="READ", spaces=[{"space": team.name}])
-    ).status_code == 400
-    assert (
-        await restricted_key(bob, scope="READ", spaces=[{"space": other["name"]}])
-    ).status_code == 400
-    assert (
-        await restricted_key(bob, scope="READ", spaces=[{"space": "spaces/nope"}])
-    ).status_code == 400
+    assert (await mint_key(carol, scope="READ", spaces=[{"space": team.name}])).status_code == 400
+    assert (await mint_key(bob, scope="READ", spaces=[{"space": other["name"]}])).status_code == 400
+    assert (await mint_key(bob, scope="READ", spaces=[{"space": "spaces/nope"}])).status_code == 400
     bad_trees = [{"space": team.name, "trees": [{"path": "a..b", "level": "READ"}]}]
-    assert (await restricted_key(bob, scope="READ", spaces=bad_trees)).status_code == 400
+    assert (await mint_key(bob, scope="READ", spaces=bad_trees)).status_code == 400
     twice = [{"space": team.name}, {"space": team.name}]
-    assert (await restricted_key(bob, scope="READ", spaces=twice)).status_code == 400
-    r = await restricted_key(
+    assert (await mint_key(bob, scope="READ", spaces=twice)).status_code == 400
+    r = await mint_key(
         bob,
         scope="WRITE",
         spaces=[{"space": team.name, "trees": [{"path": "~/x", "level": "WRITE"}]}],
@@ -287,7 +281,7 @@ async def test_restricted_keys_and_spaces(
     assert declared["admin"] is False and declared["trees"][0]["path"].startswith("home.")
     narrow = {"Authorization": f"Bearer {r.json()['token']}"}
     await own_root(alice, team.name)  # so alice's key could reach bob's home
-    r = await restricted_key(alice, scope="READ", personal="NONE", spaces=[{"space": team.name}])
+    r = await mint_key(alice, scope="READ", personal="NONE", spaces=[{"space": team.name}])
     wide = {"Authorization": f"Bearer {r.json()['token']}"}
 
     in_share = (await space_memo(bob, team.name, "share")).json()

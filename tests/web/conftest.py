@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.support import free_port
 
 CHROMIUM = os.environ.get("DAYBOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,12 +37,6 @@ CHROMIUM_ARGS = [
 ]
 PASSWORD = "correct-horse-1"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _browser_missing() -> str | None:
@@ -82,10 +77,11 @@ class Server:
 
 
 def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
         "DAYBOOK_EMBEDDING_MODEL": "hash",
         "DAYBOOK_LOG_FORMAT": "json",
     }

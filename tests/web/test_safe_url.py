@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from app.memos.render import render_html, safe_url
+from app.memos.safe_html import render_html, safe_url
 from tests.web.conftest import ROOT
 
 ORIGIN = "http://daybook.test"

@@ -20,12 +20,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.test_two_processes import free_port
+from tests.support import free_port
 from tests.webhooks.conftest import HANG, Receiver
 
 ENV = {
     "DAYBOOK_LOG_FORMAT": "json",
     "DAYBOOK_EMBED_WORKER": "0",
+    "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
     "DAYBOOK_WEBHOOK_ALLOW_PRIVATE": "127.0.0.1",
     "DAYBOOK_WEBHOOK_TIMEOUT": "1",
     "DAYBOOK_WEBHOOK_POLL": "0.1",

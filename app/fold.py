@@ -1,5 +1,9 @@
 """The one case-folding function: Unicode simple lowercase, code point by code point.
 
+A neutral module (no imports) because two layers need it: the filter compiler
+(needles folded at compile time) and ``app.db`` (the ``daybook_fold`` SQLite
+function); ``app.db`` must not import the compiler.
+
 Why not ``str.lower()`` or ``str.casefold()``: PostgreSQL's ``lower()`` (libc
 ``C.UTF-8`` or the builtin provider) maps each code point to exactly one code
 point using the simple lowercase mapping. Python's ``lower()`` applies two

@@ -1,10 +1,10 @@
-"""Server-side Markdown rendering: safe by construction (app/memos/render.py)."""
+"""Server-side Markdown rendering: safe by construction (app/memos/safe_html.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.memos.render import render_html, safe_url
+from app.memos.safe_html import render_html, safe_url
 
 
 @pytest.mark.parametrize(

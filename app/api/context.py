@@ -1,0 +1,69 @@
+"""The request context: one provided dependency instead of five in every handler.
+
+Litestar's DI resolves ``ctx`` from the five single-value providers wired in
+``app.server`` (``db``, ``caller``, ``access``, ``settings``, ``now``), so a
+handler declares one parameter and hands the services what they need from
+it. The transaction is still the one ``app.deps.provide_db`` owns: the
+context holds that connection, it never opens or commits one.
+
+``writable_key`` is the guard for mutating routes: a restricted key whose
+restriction does not allow writes is refused before the handler runs, with
+the same 403 the services used to raise one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.access.caller import Caller
+from app.access.vocab import AccessMode
+from app.access.writes import READ_ONLY, key_may_write
+from app.errors import PermissionDenied, Unauthenticated
+from app.instance.store import AccessSettings
+from app.settings import Settings
+
+__all__ = ["RequestContext", "provide_request_context", "writable_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What every handler needs about its request, resolved once."""
+
+    db: AsyncConnection
+    caller: Caller | None
+    access: AccessSettings
+    settings: Settings
+    now: int
+
+    @property
+    def mode(self) -> AccessMode:
+        return self.access.access_mode
+
+    @property
+    def user(self) -> Caller:
+        """The signed-in caller; routes that reach this sit behind ``requires_user``."""
+        if self.caller is None:
+            raise Unauthenticated("authentication required")
+        return self.caller
+
+
+def provide_request_context(
+    db: AsyncConnection,
+    caller: Caller | None,
+    access: AccessSettings,
+    settings: Settings,
+    now: int,
+) -> RequestContext:
+    return RequestContext(db, caller, access, settings, now)
+
+
+def writable_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Refuse a read-only restricted key on a mutating route (sessions always pass)."""
+    user = connection.scope.get("user")
+    if isinstance(user, Caller) and not key_may_write(user):
+        raise PermissionDenied(READ_ONLY)

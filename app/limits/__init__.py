@@ -1,0 +1,1 @@
+"""Rate limits shared by every process on one database (decision 0029)."""

