@@ -27,9 +27,10 @@ from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.auth.middleware import ACCESS_SCOPE_KEY
 from app.db.transactions import TxKind, read_phase, transaction
 from app.errors import PermissionDenied, Unauthenticated
-from app.instance.store import AccessSettings, load_access
+from app.instance.store import AccessSettings, access_from, load_access
 from app.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -65,12 +66,17 @@ def provide_settings(state: State) -> Settings:
     return settings
 
 
-async def provide_access(db: AsyncConnection, state: State) -> AccessSettings:
+async def provide_access(
+    request: Request[Any, Any, Any], db: AsyncConnection, state: State
+) -> AccessSettings:
     settings: Settings = state.settings
-    async with read_phase(db):  # a write's lock is not taken for the settings
-        access = await load_access(
-            db, AccessSettings(content_length_limit=settings.content_length_limit)
-        )
+    default = AccessSettings(content_length_limit=settings.content_length_limit)
+    read = request.scope.get(ACCESS_SCOPE_KEY)
+    if isinstance(read, tuple):  # the caller's statement read it (app.auth.middleware)
+        access = access_from(read[0], default)
+    else:
+        async with read_phase(db):  # a write's lock is not taken for the settings
+            access = await load_access(db, default)
     # The body limit of memo routes (app.api.body_limits) follows the largest limit seen.
     if access.content_length_limit > getattr(state, "content_length_seen", 0):
         state.content_length_seen = access.content_length_limit

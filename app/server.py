@@ -32,6 +32,7 @@ from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
+from app.db.statistics import statistics_lifespan
 from app.deps import provide_access, provide_caller, provide_db, provide_now, provide_settings
 from app.errors import EXCEPTION_HANDLERS
 from app.feeds.routes import FeedController
@@ -251,6 +252,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             warm_pool,
             database,
             trash_retention,
+            statistics_lifespan(),
             search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
             mcp.lifespan,
             webhook_lifespan(settings.webhook_worker),

@@ -69,7 +69,7 @@ def _children(pid: int) -> list[int]:
 
 
 def start_server(
-    url: str, data: pathlib.Path, workers: int = 1
+    url: str, data: pathlib.Path, workers: int = 1, ready_s: float = 90
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``daybook serve`` in a session of its own (kill the group: it may have workers)."""
     port = free_port()
@@ -106,7 +106,7 @@ def start_server(
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + ready_s
     while True:
         if proc.poll() is not None:
             raise SystemExit("serve exited")

@@ -39,6 +39,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.audience import AccessMode, audience_predicate, place_shown
 from app.access.caller import Caller
+from app.db.joins import unindexed
 from app.db.schema import memo
 
 __all__ = ["Admission", "Kind", "admitted", "conditions", "pinned", "readable"]
@@ -83,7 +84,9 @@ def conditions(a: Admission, table: sa.FromClause = memo) -> tuple[ColumnElement
     elif a.kind is Kind.COMMENTS:
         out.append(m.parent_id == a.parent_id)
     if a.state is not None:
-        out.append(m.state == a.state)
+        # One memo's comments: ix_memo_parent drives, never a timeline (state=?) walk.
+        state = unindexed(m.state) if a.kind is Kind.COMMENTS else m.state
+        out.append(state == a.state)
     out.append(audience_predicate(a.reader, a.mode, table))
     if a.state == "ARCHIVED":
         # The archive is a personal view: only the reader's own archived memos.

@@ -28,15 +28,24 @@ from app.auth.secrets import PAT_PREFIX, digest
 from app.db.schema import access_token, auth_session, user_account
 from app.db.transactions import write_transaction
 from app.errors import PermissionDenied, Unauthenticated, Unavailable
+from app.instance.store import access_value
 
 SESSION_COOKIE = "daybook_session"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LAST_USED_GRANULARITY = 60  # seconds between last-use writes for one token
+# The ACCESS setting read by the caller's statement, as ``(value,)``: the
+# request's ``provide_access`` then needs no statement of its own (issue 15).
+ACCESS_SCOPE_KEY = "daybook.access_setting"
 
 
-async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller | None:
-    """The caller for a bearer secret, or None when it is unknown or expired."""
+async def resolve_bearer(
+    engine: AsyncEngine, secret: str, now: int, scope: dict[str, Any] | None = None
+) -> Caller | None:
+    """The caller for a bearer secret, or None when it is unknown or expired.
+
+    The same statement reads the instance's ACCESS setting, left in ``scope``.
+    """
     hashed = digest(secret)
     async with engine.connect() as conn:
         if secret.startswith(PAT_PREFIX):
@@ -50,6 +59,7 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
                         user_account.c.id.label("user_id"),
                         user_account.c.username,
                         user_account.c.role,
+                        access_value().label("access_setting"),
                     )
                     .join(user_account, user_account.c.id == access_token.c.user_id)
                     .where(
@@ -63,6 +73,8 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
             ).first()
             if row is None:
                 return None
+            if scope is not None:
+                scope[ACCESS_SCOPE_KEY] = (row.access_setting,)
             if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
                 await conn.rollback()  # end the read before taking a write turn
                 await _touch(engine, row.id, now)
@@ -78,6 +90,8 @@ async def resolve_bearer(engine: AsyncEngine, secret: str, now: int) -> Caller |
         session_row = await _session_row(conn, hashed, now)
     if session_row is None:
         return None
+    if scope is not None:
+        scope[ACCESS_SCOPE_KEY] = (session_row.access_setting,)
     return Caller(
         user_id=session_row.user_id,
         username=session_row.username,
@@ -117,6 +131,7 @@ async def _session_row(conn: Any, hashed: str, now: int) -> Any:
                 user_account.c.id.label("user_id"),
                 user_account.c.username,
                 user_account.c.role,
+                access_value().label("access_setting"),
             )
             .join(user_account, user_account.c.id == auth_session.c.user_id)
             .where(
@@ -139,7 +154,7 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
             scheme, _, secret = header.partition(" ")
             if scheme.lower() != "bearer" or not secret.strip():
                 raise Unauthenticated("unsupported authorization header: use 'Bearer <token>'")
-            caller = await resolve_bearer(engine, secret.strip(), now)
+            caller = await resolve_bearer(engine, secret.strip(), now, connection.scope)  # type: ignore[arg-type]
             if caller is None:
                 raise Unauthenticated("invalid or expired access token")
             return AuthenticationResult(user=caller, auth=None)
@@ -155,6 +170,7 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
             async with engine.connect() as conn:
                 row = await _session_row(conn, digest(cookie), now)
             if row is not None:
+                connection.scope[ACCESS_SCOPE_KEY] = (row.access_setting,)  # type: ignore[literal-required]
                 if connection.scope.get("method", "GET") not in SAFE_METHODS:
                     sent = connection.headers.get(CSRF_HEADER, "")
                     if not hmac.compare_digest(sent.encode(), row.csrf_token.encode()):

@@ -48,11 +48,14 @@ def sync_url(url: str) -> str:
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    from app.db import sqlite_functions
+    from app.db import sqlite_functions, statistics
 
     cursor = dbapi_connection.cursor()
     for pragma in SQLITE_PRAGMAS:
         cursor.execute(f"PRAGMA {pragma}")
+    # SQLite's advice for long-lived connections (app.db.statistics): statistics
+    # for tables that lack them or changed a lot, bounded; a no-op before 3.46.
+    cursor.execute(f"PRAGMA {statistics.OPEN_PRAGMA}")
     cursor.close()
     sqlite_functions.register(dbapi_connection)
 

@@ -20,7 +20,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import Alias, Join
 
-__all__ = ["by_key", "ordered_join"]
+__all__ = ["by_key", "ordered_join", "unindexed"]
 
 
 class OrderedJoin(Join):
@@ -69,3 +69,38 @@ def by_key(table: sa.TableClause, name: str) -> Alias:
 def _sqlite_not_indexed(element: _ByKey, compiler: SQLCompiler, **kw: Any) -> str:
     text: str = compiler.visit_alias(element, **kw)  # type: ignore[no-untyped-call]
     return f"{text} NOT INDEXED" if kw.get("asfrom") else text
+
+
+class _Unindexed(ColumnElement[Any]):
+    """A column SQLite must not use an index for (``+column``)."""
+
+    inherit_cache = True
+
+    def __init__(self, column: ColumnElement[Any]) -> None:
+        self.column = column
+        self.type = column.type
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        return self.column._from_objects
+
+
+@compiles(_Unindexed)
+def _plain(element: _Unindexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.column, **kw)
+
+
+@compiles(_Unindexed, "sqlite")
+def _sqlite_unary_plus(element: _Unindexed, compiler: SQLCompiler, **kw: Any) -> str:
+    return "+" + compiler.process(element.column, **kw)
+
+
+def unindexed(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` in a term that must not pick the index (SQLite's documented ``+x``).
+
+    A memo's comments are ``parent_id = ? AND state = ?``: without statistics
+    both equalities look alike to SQLite, which then may walk every memo of
+    that state through a timeline index instead of the memo's few comments
+    through ``ix_memo_parent`` (issue 15).
+    """
+    return _Unindexed(column)

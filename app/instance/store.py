@@ -43,13 +43,28 @@ def _from_json(value: dict[str, Any], default: AccessSettings) -> AccessSettings
     )
 
 
+def access_value() -> sa.ScalarSelect[Any]:
+    """The stored ACCESS value as a scalar subquery: the caller's own statement
+    reads it too (``app.auth.middleware``), saving a round trip per request."""
+    return (
+        sa.select(instance_setting.c.value)
+        .where(instance_setting.c.name == ACCESS)
+        .scalar_subquery()
+    )
+
+
+def access_from(value: Any, default: AccessSettings) -> AccessSettings:
+    """Settings from a stored ACCESS value (``None``: never saved, the defaults)."""
+    return default if not isinstance(value, dict) else _from_json(value, default)
+
+
 async def load_access(conn: AsyncConnection, default: AccessSettings) -> AccessSettings:
     value = (
         await conn.execute(
             sa.select(instance_setting.c.value).where(instance_setting.c.name == ACCESS)
         )
     ).scalar_one_or_none()
-    return default if not isinstance(value, dict) else _from_json(value, default)
+    return access_from(value, default)
 
 
 async def save_access(conn: AsyncConnection, settings: AccessSettings) -> None:
@@ -62,4 +77,11 @@ async def save_access(conn: AsyncConnection, settings: AccessSettings) -> None:
         await conn.execute(instance_setting.insert().values(name=ACCESS, value=value))
 
 
-__all__ = ["AccessSettings", "load_access", "replace", "save_access"]
+__all__ = [
+    "AccessSettings",
+    "access_from",
+    "access_value",
+    "load_access",
+    "replace",
+    "save_access",
+]

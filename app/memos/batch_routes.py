@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.responses import errors
+from app.db import statistics
 from app.deps import requires_user
 from app.errors import IdUnavailable, InvalidArgument
 from app.instance.store import AccessSettings
@@ -54,10 +55,13 @@ class MemoBatchController(Controller):
         if any(_chosen(item) for item in data.memos):
             await chosen_ids.refuse_if_throttled(state.engine, caller, now)
         try:
-            return await batch_create(db, WriteContext(caller, access, now), data)
+            created = await batch_create(db, WriteContext(caller, access, now), data)
         except IdUnavailable:
             chosen_ids.mark_unavailable(request.scope, caller)
             raise
+        if len(data.memos) >= statistics.BATCH_ROWS:
+            statistics.nudge(state)  # checked once this transaction has committed
+        return created
 
 
 def _chosen(item: Any) -> bool:

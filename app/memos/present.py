@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import msgspec
 import sqlalchemy as sa
@@ -33,8 +34,9 @@ from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
-from app.relations.visible import visible_relations
+from app.relations.visible import relation_of, relation_sides
 
+T = TypeVar("T")
 PARENT = by_key(memo, "parent_memo")  # module level: the read rule is memoised per table
 
 
@@ -70,6 +72,86 @@ def attachments_statement(ids: Sequence[int]) -> sa.Select[Any]:
         .where(memo.c.id.in_(ids))
         .order_by(attachment.c.id)
     )
+
+
+STRINGS = 5  # s0..s4: the widest branch (a relation) carries five strings
+NUMBERS = 2  # n0, n1
+
+
+def _branch(
+    stmt: sa.Select[Any],
+    kind: str,
+    memo_id: Any,
+    version: Any,
+    order: Any,
+    strings: Sequence[Any] = (),
+    numbers: Sequence[Any] = (),
+) -> sa.Select[Any]:
+    """``stmt``'s FROM and WHERE with the related statement's uniform columns."""
+    text = [*strings, *([sa.null()] * (STRINGS - len(strings)))]
+    ints = [*numbers, *([sa.null()] * (NUMBERS - len(numbers)))]
+    out: sa.Select[Any] = stmt.with_only_columns(  # type: ignore[assignment]
+        sa.cast(sa.literal(kind), sa.Text).label("kind"),
+        sa.cast(memo_id, sa.BigInteger).label("memo_id"),
+        sa.cast(version, sa.BigInteger).label("version"),
+        sa.cast(order, sa.BigInteger).label("ord"),
+        *[sa.cast(x, sa.Text).label(f"s{i}") for i, x in enumerate(text)],
+        *[sa.cast(x, sa.BigInteger).label(f"n{i}") for i, x in enumerate(ints)],
+    ).order_by(None)
+    return out
+
+
+def related_statement(
+    ids: Sequence[int], creators: set[int], caller: Caller | None, mode: AccessMode
+) -> sa.CompoundSelect[Any]:
+    """The page's tags, creators' usernames, reactions, attachments and relations: one
+    round trip (issue 15), a ``UNION ALL`` of the per-kind statements above, each
+    still driven from the page's ids and planned on its own, with uniform columns
+    (``kind, memo_id, version, ord, s0..s4, n0, n1``)."""
+    ids = list(ids)
+    tags = tags_statement(ids)
+    reactions = reactions_statement(ids)
+    attachments = attachments_statement(ids)
+    users = sa.select(user_account.c.id).where(user_account.c.id.in_(creators))
+    outgoing, incoming = relation_sides(ids, caller, mode)
+    branches = [
+        _branch(
+            tags, "tag", memo_tag.c.memo_id, memo.c.version, memo_tag.c.position, [memo_tag.c.tag]
+        ),
+        _branch(users, "user", user_account.c.id, 0, 0, [user_account.c.username]),
+        _branch(
+            reactions,
+            "reaction",
+            reaction.c.memo_id,
+            memo.c.version,
+            reaction.c.id,
+            [reaction.c.reaction_type, user_account.c.username],
+            [reaction.c.id, reaction.c.created_ts],
+        ),
+        _branch(
+            attachments,
+            "attachment",
+            attachment.c.memo_id,
+            memo.c.version,
+            attachment.c.id,
+            [attachment.c.uid, attachment.c.filename, attachment.c.mime_type],
+            [attachment.c.size, attachment.c.created_ts],
+        ),
+    ]
+    for side in (outgoing, incoming):
+        c = side.selected_columns
+        branches.append(
+            _branch(
+                side,
+                "relation",
+                c.page_id,
+                c.page_version,
+                0,
+                [c.type, c.src_uid, c.src_snippet, c.dst_uid, c.dst_snippet],
+                [c.memo_id, c.related_memo_id],
+            )
+        )
+    return sa.union_all(*branches)
 
 
 def parents_statement(
@@ -110,54 +192,60 @@ async def present(
         return []
     ids = [r.id for r in rows]
     versions = {r.id: r.version for r in rows}
-    tags: dict[int, list[str]] = defaultdict(list)
-    for memo_id, version, tag in await conn.execute(tags_statement(ids)):
-        if pinned(versions, memo_id, version):
-            tags[memo_id].append(tag)
-
+    uids = {r.id: r.uid for r in rows}
+    tags: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    usernames: dict[int, str] = {}
+    reactions: dict[int, list[tuple[int, schemas.Reaction]]] = defaultdict(list)
+    attachments: dict[int, list[tuple[int, schemas.AttachmentRef]]] = defaultdict(list)
+    relation_rows: list[Any] = []
     creators = {r.creator_id for r in rows}
-    usernames = dict(
-        (
-            await conn.execute(
-                sa.select(user_account.c.id, user_account.c.username).where(
-                    user_account.c.id.in_(creators)
+    for x in await conn.execute(related_statement(ids, creators, caller, mode)):
+        if x.kind == "user":
+            usernames[int(x.memo_id)] = x.s0
+        elif not pinned(versions, x.memo_id, x.version):
+            continue  # the memo was rewritten since the page read it
+        elif x.kind == "tag":
+            tags[x.memo_id].append((x.ord, x.s0))
+        elif x.kind == "reaction":
+            reactions[x.memo_id].append(
+                (
+                    x.ord,
+                    schemas.Reaction(
+                        name=f"memos/{uids[x.memo_id]}/reactions/{x.n0}",
+                        creator=f"users/{x.s1}",
+                        content_id=f"memos/{uids[x.memo_id]}",
+                        reaction_type=x.s0,
+                        create_time=rfc3339(x.n1),
+                    ),
                 )
             )
-        ).all()
-    )
-    uids = {r.id: r.uid for r in rows}
-
-    reactions: dict[int, list[schemas.Reaction]] = defaultdict(list)
-    reaction_rows = await conn.execute(reactions_statement(ids))
-    for r in reaction_rows:
-        if not pinned(versions, r.memo_id, r.memo_version):
-            continue
-        reactions[r.memo_id].append(
-            schemas.Reaction(
-                name=f"memos/{uids[r.memo_id]}/reactions/{r.id}",
-                creator=f"users/{r.username}",
-                content_id=f"memos/{uids[r.memo_id]}",
-                reaction_type=r.reaction_type,
-                create_time=rfc3339(r.created_ts),
+        elif x.kind == "attachment":
+            attachments[x.memo_id].append(
+                (
+                    x.ord,
+                    schemas.AttachmentRef(
+                        name=f"attachments/{x.s0}",
+                        filename=x.s1,
+                        type=x.s2,
+                        size=str(x.n0),
+                        create_time=rfc3339(x.n1),
+                        memo=f"memos/{uids[x.memo_id]}",
+                    ),
+                )
+            )
+        else:
+            relation_rows.append(x)
+    relation_rows.sort(key=lambda x: (x.n0, x.n1, x.s0))
+    relations: dict[int, list[schemas.Relation]] = defaultdict(list)
+    for x in relation_rows:
+        relations[x.memo_id].append(
+            relation_of(
+                _RelationRow(
+                    type=x.s0, src_uid=x.s1, src_snippet=x.s2, dst_uid=x.s3, dst_snippet=x.s4
+                )
             )
         )
 
-    attachments: dict[int, list[schemas.AttachmentRef]] = defaultdict(list)
-    for a in await conn.execute(attachments_statement(ids)):
-        if not pinned(versions, a.memo_id, a.memo_version):
-            continue
-        attachments[a.memo_id].append(
-            schemas.AttachmentRef(
-                name=f"attachments/{a.uid}",
-                filename=a.filename,
-                type=a.mime_type,
-                size=str(a.size),
-                create_time=rfc3339(a.created_ts),
-                memo=f"memos/{uids[a.memo_id]}",
-            )
-        )
-
-    relations = await visible_relations(conn, versions, caller, mode)
     parents = await _parent_names(conn, rows, caller, mode)
     spaces, where = await _space_names(conn, rows, caller)
     viewer = caller.user_id if caller else None
@@ -182,11 +270,11 @@ async def present(
                 display_time=rfc3339(r.created_ts),
                 content=r.content,
                 visibility=r.visibility,
-                tags=tags.get(r.id, []),
+                tags=[t for _, t in sorted(tags.get(r.id, []), key=lambda t: t[0])],
                 pinned=bool(r.pinned),
-                attachments=attachments.get(r.id, []),
+                attachments=_in_order(attachments.get(r.id, [])),
                 relations=relations.get(r.id, []),
-                reactions=reactions.get(r.id, []),
+                reactions=_in_order(reactions.get(r.id, [])),
                 property=schemas.MemoProperty(
                     has_link=bool(r.has_link),
                     has_task_list=bool(r.has_task_list),
@@ -204,6 +292,19 @@ async def present(
             )
         )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _RelationRow:
+    type: str
+    src_uid: str
+    src_snippet: str
+    dst_uid: str
+    dst_snippet: str
+
+
+def _in_order(items: list[tuple[int, T]]) -> list[T]:
+    return [item for _, item in sorted(items, key=lambda pair: pair[0])]
 
 
 async def _space_names(

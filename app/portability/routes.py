@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.access.caller import Caller
 from app.api.responses import errors
 from app.api.structs import resource_id
+from app.db import statistics
 from app.errors import DaybookError, InvalidArgument
 from app.instance.store import AccessSettings, load_access
 from app.memos.service import WriteContext
@@ -129,7 +130,10 @@ async def import_archive_file(
     )
     unit = read_snapshot if validate_only else write_unit
     async with unit(engine) as conn:
-        return await run_import(conn, ctx, validated)
+        plan = await run_import(conn, ctx, validated)
+    if not validate_only:
+        await statistics.refresh(engine)  # committed: the planner sees what was imported
+    return plan
 
 
 async def _spool(request: Request[Any, Any, Any], target: Path, limit: int) -> None:

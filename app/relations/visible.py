@@ -38,10 +38,9 @@ PAGE = memo.alias("page_memo")
 OTHER = memo.alias("other_memo")
 
 
-def relations_statement(
-    ids: list[int], caller: Caller | None, mode: AccessMode
-) -> sa.CompoundSelect[Any]:
-    """Outgoing and incoming relations of the memos ``ids`` whose other end the caller can read."""
+def relation_sides(ids: list[int], caller: Caller | None, mode: AccessMode) -> list[sa.Select[Any]]:
+    """The outgoing and the incoming side of :func:`relations_statement`, each one
+    SELECT (``app.memos.present`` puts them in the page's one related statement)."""
     r = memo_relation
 
     def side(page_end: Any, other_end: Any, outgoing: bool) -> sa.Select[Any]:
@@ -68,9 +67,25 @@ def relations_statement(
             stmt = stmt.where(r.c.memo_id != r.c.related_memo_id)
         return stmt
 
-    return sa.union_all(
+    return [
         side(r.c.memo_id, r.c.related_memo_id, True),
         side(r.c.related_memo_id, r.c.memo_id, False),
+    ]
+
+
+def relations_statement(
+    ids: list[int], caller: Caller | None, mode: AccessMode
+) -> sa.CompoundSelect[Any]:
+    """Outgoing and incoming relations of the memos ``ids`` whose other end the caller can read."""
+    return sa.union_all(*relation_sides(ids, caller, mode))
+
+
+def relation_of(row: Any) -> schemas.Relation:
+    """One row of :func:`relations_statement` (or the same columns) as a resource."""
+    return schemas.Relation(
+        memo=schemas.RelatedMemo(name=f"memos/{row.src_uid}", snippet=row.src_snippet),
+        related_memo=schemas.RelatedMemo(name=f"memos/{row.dst_uid}", snippet=row.dst_snippet),
+        type=row.type,
     )
 
 
@@ -91,13 +106,5 @@ async def visible_relations(
     rows.sort(key=lambda row: (row.memo_id, row.related_memo_id, row.type))
     result: dict[int, list[schemas.Relation]] = defaultdict(list)
     for row in rows:
-        result[row.page_id].append(
-            schemas.Relation(
-                memo=schemas.RelatedMemo(name=f"memos/{row.src_uid}", snippet=row.src_snippet),
-                related_memo=schemas.RelatedMemo(
-                    name=f"memos/{row.dst_uid}", snippet=row.dst_snippet
-                ),
-                type=row.type,
-            )
-        )
+        result[row.page_id].append(relation_of(row))
     return result

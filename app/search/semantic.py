@@ -25,6 +25,7 @@ model change never mixes two embedding spaces in one ranking.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -178,12 +179,11 @@ def queued_statement(admitted: Sequence[ColumnElement[bool]]) -> sa.Select[Any]:
     A memo leaves the queue in the transaction that stores its vector, so in
     any one snapshot the queued memos are exactly those without one (once
     the worker's start-up sweep has queued the memos of a previous model).
+    The queue drives the join on SQLite too (``ordered_join``): without
+    statistics, ``memo.id IN (SELECT ... FROM queue)`` was planned as a scan
+    of ``memo`` probing the queue (issue 15).
     """
     q = memo_embedding_queue
-    # Driven from the queue (its primary key is the memo id): on a SQLite database
-    # without statistics (the product never runs ANALYZE) ``memo.id IN (SELECT ...
-    # queue)`` was planned as a walk of every NORMAL memo through
-    # ix_memo_updated_timeline (bench/search_latency.py --profile).
     return (
         sa.select(sa.func.count().label("pending"))
         .select_from(ordered_join(q, memo, memo.c.id == q.c.memo_id))
@@ -389,23 +389,35 @@ async def _load(
             )
             if not rows:
                 return
-            cache.store_many(
-                np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-                np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
-                decode_many([r[2] for r in rows], dim),
-            )
+            await asyncio.to_thread(_store_chunk, cache, rows, dim)
             last = int(rows[-1][0])
     for start in range(0, len(ids), FETCH_CHUNK):
         chunk = ids[start : start + FETCH_CHUNK]
         rows = list(await conn.execute(stmt.where(e.c.memo_id.in_(chunk))))
-        if rows:
-            vectors = decode_many([r[2] for r in rows], dim)
-            for (memo_id, key, _), vector in zip(rows, vectors, strict=True):
-                cache.store(memo_id, key, vector)
-        seen = {r[0] for r in rows}
-        for memo_id in chunk:
-            if memo_id not in seen:
-                cache.remove(memo_id)
+        await asyncio.to_thread(_replace_chunk, cache, chunk, rows, dim)
+
+
+def _store_chunk(cache: VectorCache, rows: list[Any], dim: int) -> None:
+    """Decode and append one chunk of a full load (a worker thread: ~15 MB at 20k
+    vectors is tens of milliseconds the event loop, and every list request it
+    serves, must not wait for; issue 15)."""
+    cache.store_many(
+        np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+        np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
+        decode_many([r[2] for r in rows], dim),
+    )
+
+
+def _replace_chunk(cache: VectorCache, chunk: list[int], rows: list[Any], dim: int) -> None:
+    """Store the changed ids' current vectors and forget those without one (a worker thread)."""
+    if rows:
+        vectors = decode_many([r[2] for r in rows], dim)
+        for (memo_id, key, _), vector in zip(rows, vectors, strict=True):
+            cache.store(memo_id, key, vector)
+    seen = {r[0] for r in rows}
+    for memo_id in chunk:
+        if memo_id not in seen:
+            cache.remove(memo_id)
 
 
 async def sync_cache(

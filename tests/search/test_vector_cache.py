@@ -199,3 +199,48 @@ async def test_the_walk_is_used_when_most_memos_are_admitted(engine: AsyncEngine
         )
     assert got is not None and len(got) == 50
     assert semantic.WALK_WINDOW >= 100
+
+
+async def test_a_sync_reads_only_what_changed_and_decodes_off_the_event_loop(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: the SQLite cache syncs from its high-water mark (``synced_seq``):
+    after one memo's vector changes, the next sync reads that memo's row only;
+    and decoding never runs on the event loop's thread, where every list
+    request of the process would wait for it."""
+    import threading
+
+    loop_thread = threading.get_ident()
+    decoded_on: list[int] = []
+    real = semantic.decode_many
+
+    def spy(blobs: list[bytes], dim: int) -> Any:
+        decoded_on.append(threading.get_ident())
+        return real(blobs, dim)
+
+    monkeypatch.setattr(semantic, "decode_many", spy)
+    cache = VectorCache(EMBEDDER.dim)
+    async with engine.connect() as conn:
+        await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+    assert len(cache) == 2000 and decoded_on and loop_thread not in decoded_on
+    high_water = cache.synced_seq
+    async with engine.begin() as conn:
+        await conn.execute(memo.update().where(memo.c.id == 9).values(content="changed words"))
+    await embed_pending(engine, EMBEDDER, False)
+    statements: list[tuple[str, Any]] = []
+
+    def record(_c: Any, _cur: Any, statement: str, params: Any, *_: Any) -> None:
+        statements.append((statement, params))
+
+    sa.event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        decoded_on.clear()
+        async with engine.connect() as conn:
+            await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+    finally:
+        sa.event.remove(engine.sync_engine, "before_cursor_execute", record)
+    assert cache.synced_seq is not None and high_water is not None
+    assert cache.synced_seq > high_water
+    reads = [(s, p) for s, p in statements if "FROM memo_embedding " in s + " "]
+    assert len(reads) == 1 and 9 in reads[0][1], reads  # the changed memo's row only
+    assert decoded_on and loop_thread not in decoded_on

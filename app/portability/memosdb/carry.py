@@ -33,6 +33,7 @@ import time
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.attachments import storage
+from app.db import statistics
 from app.portability.memosdb.files import carry_attachments
 from app.portability.memosdb.notes import carry_memos, carry_reactions, carry_references
 from app.portability.memosdb.people import carry_settings, carry_spaces, carry_users
@@ -62,9 +63,10 @@ async def carry(engine: AsyncEngine, source: MemosSource, opts: CarryOptions) ->
             if opts.dry_run:
                 raise _DryRun
     except _DryRun:
-        pass
+        return report
     except BaseException:
         for key in st.written_keys:
             await storage.remove(opts.data_dir, key)
         raise
+    await statistics.refresh(engine)  # committed: the planner sees what was carried
     return report

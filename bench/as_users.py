@@ -1,0 +1,240 @@
+"""List figures as users run the product (issue 15).
+
+    .venv/bin/python -m bench.as_users --dialect sqlite --memos 100000
+
+A fresh database of the dialect, a real ``daybook serve``, the corpus seeded
+through the API (``memos:batchCreate``, 1,000 per call, with progress); no
+``ANALYZE`` or anything else the product does not do itself. Then, in one
+run and interleaved round-robin (so a busy shared machine slows every case
+alike): ``/healthz``, the list's first page and its 100th page (keyset
+token), a restricted key's first page against its holder's, and the filtered
+lists against the unfiltered one; p50/p95 of ``--rounds`` sequential
+requests each, then throughput of ``--clients`` concurrent clients on the
+list and on ``/healthz`` for ``--seconds`` each. Prints the machine's load
+(``uptime``) before and after, and the statements each request runs
+(counted in process, on the same database, after the server stops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import pathlib
+import random
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from bench.databases import fresh_database
+from bench.load import PASSWORD, _content, start_server
+from bench.timing import percentile
+
+FILTERS = {
+    "tag": '"t3" in tags',
+    "contains": 'content.contains("meeting")',
+    "combined": '"t3" in tags && content.contains("meeting")',
+}
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+async def _user(http: httpx.AsyncClient, name: str, admin: str) -> str:
+    headers = {"Authorization": f"Bearer {admin}"} if admin else {}
+    r = await http.post(
+        "/api/v1/users", json={"username": name, "password": PASSWORD}, headers=headers
+    )
+    r.raise_for_status()
+    r = await http.post(
+        "/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": name, "password": PASSWORD}},
+    )
+    r.raise_for_status()
+    http.cookies.clear()
+    return str(r.json()["accessToken"])
+
+
+async def seed(base: str, memos: int) -> tuple[str, str]:
+    """Two users (the holder writes 3/4 of the memos); returns (holder token, key)."""
+    rng = random.Random(15)
+    async with httpx.AsyncClient(base_url=base, timeout=600) as http:
+        holder = await _user(http, "holder", "")
+        other = await _user(http, "other", holder)
+        started = time.perf_counter()
+        done = 0
+        while done < memos:
+            n = min(1000, memos - done)
+            token = holder if rng.random() < 0.75 else other
+            body = {
+                "memos": [
+                    {
+                        "content": _content(rng, done + i),
+                        "visibility": rng.choice(["PRIVATE", "PROTECTED", "PUBLIC"]),
+                    }
+                    for i in range(n)
+                ]
+            }
+            r = await http.post(
+                "/api/v1/memos:batchCreate",
+                json=body,
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            r.raise_for_status()
+            done += n
+            if done % 10_000 == 0 or done == memos:
+                rate = done / (time.perf_counter() - started)
+                print(f"  seeded {done}/{memos} ({rate:.0f} memos/s)", flush=True)
+        r = await http.post(
+            "/api/v1/users/holder/personalAccessTokens",
+            json={"description": "agent", "restriction": {"personal": "OWN", "spaces": []}},
+            headers={"Authorization": f"Bearer {holder}"},
+        )
+        r.raise_for_status()
+        return holder, str(r.json()["token"])
+
+
+async def page_token(http: httpx.AsyncClient, headers: dict[str, str], page: int) -> str:
+    token = ""
+    for _ in range(page - 1):
+        params = {"pageSize": 50, **({"pageToken": token} if token else {})}
+        r = await http.get("/api/v1/memos", params=params, headers=headers)
+        r.raise_for_status()
+        token = r.json()["nextPageToken"]
+        if not token:
+            raise SystemExit(f"fewer than {page} pages")
+    return token
+
+
+async def run(args: argparse.Namespace) -> None:
+    print("load before:", uptime())
+    with tempfile.TemporaryDirectory(prefix="bench-users-") as tmp:
+        work = pathlib.Path(tmp)
+        async with fresh_database(args.dialect, work) as db:
+            proc, base = start_server(db.url, work / "data", ready_s=600)
+            try:
+                t0 = time.perf_counter()
+                holder, key = await seed(base, args.memos)
+                print(f"seeded {args.memos} memos in {time.perf_counter() - t0:.0f} s")
+                await measure(base, holder, key, args)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            await statements_per_request(db.url, work / "data", holder)
+    print("load after:", uptime())
+
+
+async def measure(base: str, holder: str, key: str, args: argparse.Namespace) -> None:
+    mine = {"Authorization": f"Bearer {holder}"}
+    agent = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        p100 = await page_token(http, mine, 100)
+        cases: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
+            "healthz": ("/healthz", {}, {}),
+            "list p1": ("/api/v1/memos", {"pageSize": 50}, mine),
+            "list p100": ("/api/v1/memos", {"pageSize": 50, "pageToken": p100}, mine),
+            "key list p1": ("/api/v1/memos", {"pageSize": 50}, agent),
+        }
+        for name, f in FILTERS.items():
+            cases[f"filter {name}"] = ("/api/v1/memos", {"pageSize": 50, "filter": f}, mine)
+        for url, params, headers in cases.values():  # warm every path once
+            (await http.get(url, params=params, headers=headers)).raise_for_status()
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(args.rounds):
+            for name, (url, params, headers) in cases.items():
+                start = time.perf_counter()
+                r = await http.get(url, params=params, headers=headers)
+                samples[name].append((time.perf_counter() - start) * 1000)
+                r.raise_for_status()
+    base_p95 = percentile(sorted(samples["list p1"]), 95)
+    print(f"\nlatency, {args.rounds} sequential requests per case, interleaved:")
+    print(f"{'case':<18}{'p50 ms':>9}{'p95 ms':>9}{'p95 / list p1':>15}")
+    for name, values in samples.items():
+        ordered = sorted(values)
+        p95 = percentile(ordered, 95)
+        print(f"{name:<18}{percentile(ordered, 50):>9.1f}{p95:>9.1f}{p95 / base_p95:>15.2f}")
+    throughput = {}
+    for name in ("healthz", "list p1", "healthz", "list p1"):
+        url, params, headers = cases[name]
+        rate = await _throughput(base, url, params, headers, args.clients, args.seconds)
+        throughput.setdefault(name, []).append(rate)
+    health = sum(throughput["healthz"]) / 2
+    listing = sum(throughput["list p1"]) / 2
+    print(
+        f"\nthroughput, {args.clients} clients, {args.seconds:.0f} s x 2 each, alternating:"
+        f" /healthz {health:.0f} req/s, list p1 {listing:.0f} req/s"
+        f" ({100 * listing / health:.1f}% of /healthz)"
+    )
+
+
+async def _throughput(
+    base: str,
+    url: str,
+    params: dict[str, Any],
+    headers: dict[str, str],
+    clients: int,
+    seconds: float,
+) -> float:
+    count = 0
+    until = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients)
+
+    async def one(http: httpx.AsyncClient) -> None:
+        nonlocal count
+        while time.perf_counter() < until:
+            r = await http.get(url, params=params, headers=headers)
+            r.raise_for_status()
+            count += 1
+
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(one(http) for _ in range(clients)))
+        return count / (time.perf_counter() - started)
+
+
+async def statements_per_request(url: str, data: pathlib.Path, holder: str) -> None:
+    """Statements the list and get requests run (in process, same database)."""
+    from litestar.testing import AsyncTestClient
+
+    from app.server import create_app
+    from app.settings import Settings
+
+    settings = Settings(data_dir=data, database_url=url, log_format="json")
+    app = create_app(settings)
+    async with AsyncTestClient(app=app) as client:
+        engine = app.state.engine.sync_engine
+        seen: list[str] = []
+
+        def count(_c: Any, _cur: Any, statement: str, *_: Any) -> None:
+            seen.append(statement)
+
+        headers = {"Authorization": f"Bearer {holder}"}
+        first = await client.get("/api/v1/memos", params={"pageSize": 50}, headers=headers)
+        name = first.json()["memos"][0]["name"]
+        sa.event.listen(engine, "before_cursor_execute", count)
+        for label, path, params in (
+            ("list p1", "/api/v1/memos", {"pageSize": 50}),
+            ("get", f"/api/v1/{name}", {}),
+        ):
+            seen.clear()
+            (await client.get(path, params=params, headers=headers)).raise_for_status()
+            print(f"statements per request, {label}: {len(seen)}")
+        sa.event.remove(engine, "before_cursor_execute", count)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--memos", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

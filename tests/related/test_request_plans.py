@@ -1,0 +1,275 @@
+"""Every statement a read request runs keeps a bounded plan on ``memo``, with or without statistics.
+
+Issue 15: the statements are not restated here. Real requests (list: first
+page, next page, filtered, a restricted key's, an anonymous one; get; search;
+a memo's comments; the RSS feeds; user stats) run against the app while a
+``before_cursor_execute`` listener records every statement and its
+parameters; each recorded statement is then planned with ``EXPLAIN QUERY
+PLAN`` on the same database, first as installed (no ``sqlite_stat1``), then
+after ``ANALYZE``. An access to ``memo`` (or an alias of it) must be a
+primary-key search, or a search of a secondary index with at least one key
+column bound in a statement with a ``LIMIT`` that no temporary B-tree sorts
+first (an ordered walk that stops at the page), or ``creator_id=?`` (the
+caller's own memos, which user stats count). A ``SCAN`` of it, or an index
+walk feeding a sort or an unlimited statement, fails the test.
+
+SQLite only: PostgreSQL plans from the statistics autovacuum keeps and has no
+ten-rows-per-equality guess to fear.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import random
+import re
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from litestar.testing import AsyncTestClient
+
+from app.db import sqlite_functions
+from app.settings import Settings
+from tests.conftest import Actor, sign_up
+from tests.related.helpers import comment, make_public, restricted_key, upload
+
+# Index searches bounded whatever the statistics: the primary key, a unique uid,
+# one memo's comments, the caller's own memos (stats). A bare ``SEARCH memo`` is
+# min()/max() of the rowid: one B-tree descent.
+BOUNDED = (
+    "INTEGER PRIMARY KEY",
+    "sqlite_autoindex_memo_1 (uid=?)",
+    "(parent_id=?",
+    "(creator_id=?",
+)
+FILTERS = ('"work" in tags', 'content.contains("alpha")', '"work" in tags && pinned == false')
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        password_hasher="cheap",
+        secret="test-secret",
+        log_format="json",
+        embedding_model="hash-64",
+    )
+
+
+class Recorder:
+    """Statements the app's engine sends while ``on``."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.seen: dict[str, tuple[str, Any]] = {}
+        self.label = ""
+        self.count = 0
+
+    def __call__(self, _conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if self.on and statement.lstrip().upper().startswith(("SELECT", "WITH")):
+            self.seen.setdefault(statement, (self.label, params))
+            self.count += 1
+
+
+@pytest.fixture
+def recorder(client: AsyncTestClient[Any]) -> Iterator[Recorder]:
+    rec = Recorder()
+    engine = client.app.state.engine.sync_engine
+    sa.event.listen(engine, "before_cursor_execute", rec)
+    yield rec
+    sa.event.remove(engine, "before_cursor_execute", rec)
+
+
+async def _world(client: AsyncTestClient[Any]) -> tuple[Actor, Actor, dict[str, str], str]:
+    alice = await sign_up(client, "alice")
+    bob = await sign_up(client, "bob", admin=alice)
+    await make_public(alice)
+    first: dict[str, Any] = {}
+    for i in range(12):
+        m = await alice.memo(
+            f"memo {i} #work alpha" if i % 2 else f"memo {i} #home",
+            visibility=["PUBLIC", "PROTECTED", "PRIVATE"][i % 3],
+        )
+        first = first or m
+        await bob.memo(f"bob {i} #work", visibility="PUBLIC")
+    target = await alice.memo("related [[x]]", visibility="PUBLIC")
+    r = await alice.patch(
+        f"/api/v1/{target['name']}/relations",
+        json={"relations": [{"relatedMemo": {"name": first["name"]}, "type": "REFERENCE"}]},
+    )
+    assert r.status_code == 200, r.text
+    assert (await comment(bob, target, "a comment")).status_code == 200
+    r = await bob.post(
+        f"/api/v1/{target['name']}/reactions",
+        json={"reaction": {"contentId": target["name"], "reactionType": "👍"}},
+    )
+    await upload(alice, "a.txt", b"hello", memo=target["name"])
+    key = await restricted_key(alice, personal="OWN")
+    return alice, bob, key, target["name"]
+
+
+async def _requests(
+    client: AsyncTestClient[Any],
+    alice: Actor,
+    bob: Actor,
+    key: dict[str, str],
+    name: str,
+    rec: Recorder,
+) -> None:
+    async def run(label: str, who: Any, url: str, **kw: Any) -> Any:
+        rec.label = label
+        r = await who.get(url, **kw)
+        assert r.status_code == 200, (label, r.text)
+        return r
+
+    rec.on = True
+    try:
+        page = await run("list", alice, "/api/v1/memos", params={"pageSize": 5})
+        token = page.json()["nextPageToken"]
+        await run("list page 2", alice, "/api/v1/memos", params={"pageSize": 5, "pageToken": token})
+        for f in FILTERS:
+            await run(f"list {f}", alice, "/api/v1/memos", params={"filter": f, "pageSize": 5})
+        await run("list by key", client, "/api/v1/memos", headers=key, params={"pageSize": 5})
+        await run("list anonymous", client, "/api/v1/memos", params={"pageSize": 5})
+        await run("list archived", alice, "/api/v1/memos", params={"state": "ARCHIVED"})
+        await run("get", alice, f"/api/v1/{name}")
+        await run("get anonymous", client, f"/api/v1/{name}")
+        await run("comments", bob, f"/api/v1/{name}/comments")
+        await run("search", alice, "/api/v1/memos:search", params={"query": "alpha"})
+        await run(
+            "search by key", client, "/api/v1/memos:search", headers=key, params={"query": "memo"}
+        )
+        await run("feed explore", client, "/explore/rss.xml")
+        await run("feed user", client, "/u/alice/rss.xml")
+        await run("stats", alice, "/api/v1/users/alice:getStats")
+    finally:
+        rec.on = False
+
+
+def _memo_names(sql: str) -> set[str]:
+    names = {"memo"}
+    names.update(m.group(1) for m in re.finditer(r"\bmemo\s+AS\s+(\w+)", sql, re.IGNORECASE))
+    return names
+
+
+def _violations(sql: str, lines: list[str]) -> list[str]:
+    names = _memo_names(sql)
+    limited = re.search(r"\bLIMIT\b", sql, re.IGNORECASE) is not None
+    sorted_after = any("USE TEMP B-TREE FOR ORDER BY" in x for x in lines)
+    comments = re.search(r"\bmemo\.parent_id = \?", sql) is not None
+    bad = []
+    for line in lines:
+        m = re.match(r"\s*(SCAN|SEARCH) (\w+)(.*)", line)
+        if m is None or m.group(2) not in names:
+            continue
+        how, rest = m.group(1), m.group(3)
+        if how == "SCAN":
+            bad.append(line)
+        elif comments and m.group(2) == "memo" and "ix_memo_parent" not in rest:
+            bad.append(line)  # one memo's comments: its few rows, not a timeline
+        elif not rest.strip() or any(ok in rest for ok in BOUNDED):
+            continue
+        elif not limited or sorted_after:
+            bad.append(line)
+    return bad
+
+
+def _grow(db: sqlite3.Connection) -> None:
+    """3,000 more memos (some tagged, some comments), so ANALYZE records a real spread."""
+    rng = random.Random(15)
+    start = db.execute("SELECT max(id) FROM memo").fetchone()[0] + 1
+    rows = [
+        (
+            start + i,
+            f"grow{i}",
+            rng.choice((1, 2)),
+            "x",
+            rng.choice(("PUBLIC", "PROTECTED", "PRIVATE")),
+            "NORMAL" if rng.random() < 0.95 else "ARCHIVED",
+            i,
+            i,
+            start - 1 if i % 50 == 0 else None,
+        )
+        for i in range(3000)
+    ]
+    db.executemany(
+        "INSERT INTO memo (id, uid, creator_id, content, visibility, state, created_ts,"
+        " updated_ts, parent_id, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '{}')",
+        rows,
+    )
+    db.executemany(
+        "INSERT INTO memo_tag (memo_id, tag, position) VALUES (?, ?, 0)",
+        [(start + i, f"t{i % 40}") for i in range(0, 3000, 2)],
+    )
+
+
+def _check(path: pathlib.Path, rec: Recorder) -> dict[str, list[str]]:
+    db = sqlite3.connect(path)
+    sqlite_functions.register(db)
+    failures: dict[str, list[str]] = {}
+    try:
+        for sql, (label, params) in rec.seen.items():
+            if not re.search(r"\bmemo\b", sql):
+                continue
+            lines = [str(r[3]) for r in db.execute("EXPLAIN QUERY PLAN " + sql, params or ())]
+            bad = _violations(sql, lines)
+            if os.environ.get("PLANS_DUMP"):
+                print("PLAN", label, "|", [x for x in lines if re.search(r"(SCAN|SEARCH) ", x)])
+            if bad:
+                failures[f"{label}: {' '.join(sql.split())}"] = bad
+    finally:
+        db.close()
+    return failures
+
+
+async def test_request_plans_with_and_without_statistics(
+    dialect: str, client: AsyncTestClient[Any], recorder: Recorder, database_url: str
+) -> None:
+    if dialect != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL plans from autovacuum's statistics")
+    path = pathlib.Path(database_url.removeprefix("sqlite:///"))
+    alice, bob, key, name = await _world(client)
+    db = sqlite3.connect(path)
+    db.execute("DROP TABLE IF EXISTS sqlite_stat1")  # as installed (the app keeps them otherwise)
+    db.commit()
+    db.close()
+    await _requests(client, alice, bob, key, name, recorder)
+    labels = {label for label, _ in recorder.seen.values()}
+    assert len(recorder.seen) > 20 and "stats" in labels and "feed user" in labels
+    fresh = _check(path, recorder)
+    db = sqlite3.connect(path)
+    sqlite_functions.register(db)  # the memo triggers index content with them
+    _grow(db)
+    db.execute("ANALYZE")
+    db.commit()
+    db.close()
+    analysed = _check(path, recorder)
+    assert not fresh, "without statistics:\n" + _report(fresh)
+    assert not analysed, "after ANALYZE:\n" + _report(analysed)
+
+
+def _report(failures: dict[str, list[str]]) -> str:
+    return "\n".join(f"{k}\n    -> {v}" for k, v in failures.items())
+
+
+async def test_a_list_page_is_three_round_trips(
+    client: AsyncTestClient[Any], recorder: Recorder
+) -> None:
+    """Issue 15: the caller with the instance settings (one statement), the page,
+    and its tags, creators, reactions, attachments and relations (one statement)."""
+    alice, _bob, key, _name = await _world(client)
+    for who, headers in ((alice, {}), (client, key)):
+        recorder.seen.clear()
+        recorder.count = 0
+        recorder.on = True
+        r = await who.get("/api/v1/memos", params={"pageSize": 50}, headers=headers)
+        recorder.on = False
+        assert r.status_code == 200, r.text
+        body = r.json()["memos"]
+        assert any(m["tags"] for m in body) and any(m["relations"] for m in body)
+        assert any(m["attachments"] for m in body) and any(m["reactions"] for m in body)
+        assert recorder.count == 3, list(recorder.seen)
