@@ -12,6 +12,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
+
 from app.db.engine import create_engine
 from app.db.transactions import DatabaseBusy, ProcessTurn, turn_file, write_transaction
 
