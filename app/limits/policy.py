@@ -63,14 +63,14 @@ DEFAULT_POLICIES: Mapping[str, Policy] = {
     )
 }
 
-_OVERRIDE = re.compile(r"^\s*([a-z-]+)\s*=\s*(\d+)(?:\s*/\s*(\d+))?\s*$")
+_OVERRIDE = re.compile(r"\s*([a-z-]+)\s*=\s*(\d+)(?:\s*/\s*(\d+))?\s*")
 
 
 def parse_overrides(text: str, base: Mapping[str, Policy] = DEFAULT_POLICIES) -> dict[str, Policy]:
     """``"write=60/60,upload=0"`` applied to ``base``; ValueError naming a bad entry."""
     policies = dict(base)
     for item in filter(None, (part.strip() for part in text.split(","))):
-        match = _OVERRIDE.match(item)
+        match = _OVERRIDE.fullmatch(item)
         if match is None or match.group(1) not in policies:
             known = ", ".join(sorted(policies))
             raise ValueError(

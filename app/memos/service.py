@@ -312,9 +312,17 @@ async def prepare_memo(
     return PreparedMemo(values, tags, html)
 
 
-# Returned with a written memo row: whether its creator has webhooks, so the
-# outbox needs no statement of its own for a user without any (the usual case).
-_HAS_WEBHOOKS = sa.exists().where(webhook.c.owner_id == memo.c.creator_id).label("has_webhooks")
+def _has_webhooks(creator_id: int) -> Any:
+    """Returned with a written memo row: whether its creator has webhooks.
+
+    The outbox then needs no statement of its own for a user without any (the
+    usual case). The creator is bound as a value, never correlated with
+    ``memo``: inside an INSERT's or UPDATE's RETURNING, SQLAlchemy compiles a
+    reference to ``memo`` as a second FROM (a cross join with the whole table,
+    which on PostgreSQL cannot see the row being inserted: a user's first
+    memo after adding a webhook lost its event).
+    """
+    return sa.exists().where(webhook.c.owner_id == creator_id).label("has_webhooks")
 
 
 def _dialect_insert(conn: AsyncConnection, table: sa.Table) -> Any:
@@ -340,7 +348,7 @@ async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: Pr
         _dialect_insert(conn, memo)
         .values(**prepared.values)
         .on_conflict_do_nothing(index_elements=[memo.c.uid])
-        .returning(*memo.c, _HAS_WEBHOOKS)
+        .returning(*memo.c, _has_webhooks(int(prepared.values["creator_id"])))
     )
     row = (await conn.execute(stmt)).first()
     if row is None:
@@ -532,7 +540,7 @@ async def update_memo(
             memo.update()
             .where(memo.c.id == row.id, memo.c.version == row.version)
             .values(**changed)
-            .returning(*memo.c, _HAS_WEBHOOKS)
+            .returning(*memo.c, _has_webhooks(int(row.creator_id)))
         )
     ).first()
     if new_row is None:

@@ -171,7 +171,7 @@ async def test_space_write_without_a_tree_fails_clearly(world: World) -> None:
         refused = await s.call_tool("memo_create_memo", {"body": body})
         made = await s.call_tool("memo_create_memo", {"body": {**body, "tree": "share"}})
     assert refused.is_error
-    assert refused.content[0].text.startswith("400 Bad Request: tree: required for a SPACE memo")
+    assert refused.content[0].text.startswith("400 Bad Request: tree: required for a memo in a space")
     assert not made.is_error and made.structured_content is not None
     assert made.structured_content["tree"] == "share"
     assert made.structured_content["origin"] != {} and "agent" in json.dumps(
