@@ -80,7 +80,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be 
 # mostly meets the 401 wall, so it gets fewer. DAYBOOK_FUZZ_EXAMPLES=<n> runs a
 # deeper search (n for the signed-in pass).
 # PostgreSQL gets half, to keep both dialects within about three minutes.
-_N = int(os.environ.get("DAYBOOK_FUZZ_EXAMPLES", "8"))
+_N = int(os.environ.get("DAYBOOK_FUZZ_EXAMPLES", "6"))
 
 
 def budget(dialect: str, anonymous: bool = False) -> int:

@@ -26,6 +26,7 @@ session cannot, and never a placed memo outside its ceiling.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -508,8 +509,9 @@ def _tricky() -> World:
     )
 
 
+# AGREEMENT_EXAMPLES=<n> for a deeper search than CI's (bench and release runs).
 @settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("AGREEMENT_EXAMPLES", "40")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

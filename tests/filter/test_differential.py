@@ -26,7 +26,7 @@ from tests.filter.conftest import Db
 from tests.filter.oracle import NOW, USERS, MemoRow, filters, memo_rows, oracle_ids
 
 FILTERS_PER_WORLD = 10
-WORLDS = int(os.environ.get("FILTER_WORLDS", "80"))  # x 10 = 800 filters per dialect
+WORLDS = int(os.environ.get("FILTER_WORLDS", "50"))  # x 10 = 500 filters per dialect
 
 
 def _load(db: Db, rows: list[MemoRow]) -> None:
