@@ -137,13 +137,10 @@ class ProcessTurn:
                 time.sleep(self.POLL)
 
     async def acquire(self, wait: float) -> None:
-        deadline = time.monotonic() + wait
-        try:
-            fcntl.flock(self._descriptor(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: no hop
-            return
-        except BlockingIOError:
-            pass
         abandon = threading.Event()
+        if self._take(0.0, abandon):  # free: one try here, no thread hop
+            return
+        deadline = time.monotonic() + wait
         waiting = asyncio.ensure_future(asyncio.to_thread(self._take, deadline, abandon))
         try:
             taken = await asyncio.shield(waiting)
