@@ -433,8 +433,12 @@ def test_fuzz_signed_in(instance: Instance, dialect: str) -> None:
     r = instance.request("GET", "/api/v1/auth/me", headers=admin)
     assert r.status_code == 200, r.text
     assert r.json()["user"]["role"] == "ADMIN"
-    ok = sum(n for key, n in statuses.items() if key.rsplit(" ", 1)[1].startswith("2"))
-    assert ok >= len(statuses) // 4, statuses
+    # Random inputs mostly earn 400/404, so "not a wall" is judged by the
+    # credential: few 401s, and a success on many distinct operations.
+    ok_ops = {key.rsplit(" ", 1)[0] for key in statuses if key.rsplit(" ", 1)[1].startswith("2")}
+    unauthorized = sum(n for key, n in statuses.items() if key.endswith(" 401"))
+    assert len(ok_ops) >= 15, statuses
+    assert unauthorized <= sum(statuses.values()) // 10, statuses
     _assert_clean(failures)
     assert time.monotonic() - started < 180
 
