@@ -10,7 +10,9 @@ tenth of it; ``--sizes`` overrides):
    (``tests/portability/memos_ddl/sqlite-0.26.sql``): one user, N memos of
    50-600 characters of Markdown (``bench.corpus``), 3% comments, 2% with a
    reference, A attachments of 4-64 KiB stored as database blobs.
-2. ``import-memos-db``: carries it into a fresh, migrated Daybook database.
+2. ``import-memos-db --dry-run`` (counts only, rolled back: the database stays
+   empty), then ``import-memos-db``: carries it into a fresh, migrated Daybook
+   database, then again (idempotent: nothing changes).
 3. Export: streams that user's archive to a file.
 4. Import: imports the archive into a second fresh Daybook database.
 
@@ -279,7 +281,13 @@ async def one_size(
     build_memos_db(source, memos, attachments)
     async with fresh_database(dialect, workdir) as db:
         data, target_data = workdir / "data", workdir / "target-data"
-        step("daybook import-memos-db")
+        step("daybook import-memos-db --dry-run")
+        dry = run_cli(["import-memos-db", *_db(db.url, data), "--dry-run", str(source)])
+        dry["carried"] = carried(dry["summary"])
+        dry["wrote_nothing"] = await _count(db.url, "SELECT count(*) FROM memo") == 0
+        out["import_memos_db_dry_run"] = dry
+        sink(out)
+        step(f"  {dry['seconds']:.1f}s, {dry['rss_mb']:.0f} MB; daybook import-memos-db")
         first = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
         first["carried"] = carried(first["summary"])
         out["import_memos_db"] = first
@@ -312,20 +320,25 @@ async def one_size(
     return out
 
 
-STEPS = ("import_memos_db", "import_memos_db_again", "export", "import")
+STEPS = ("import_memos_db_dry_run", "import_memos_db", "import_memos_db_again", "export", "import")
 
 
 def table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
         for name in STEPS:
+            if name not in r:
+                continue
             p = r[name]
             bar = p["progress"]
             rows.append(
                 [
                     f"{r['memos']:,}",
-                    name.replace("_", "-").replace("-again", " (again)"),
+                    name.replace("_", "-")
+                    .replace("-again", " (again)")
+                    .replace("-dry-run", " --dry-run"),
                     f"{p['seconds']:.1f}",
+                    f"{p['cpu_s']:.1f}",
                     f"{r['memos'] / p['seconds']:,.0f}",
                     f"{p['rss_mb']:.0f}",
                     f"{r['export']['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
@@ -337,6 +350,7 @@ def table(results: list[dict[str, Any]]) -> str:
             "memos",
             "step",
             "seconds",
+            "CPU s",
             "memos/s",
             "peak RSS MB",
             "archive MB",
