@@ -266,52 +266,71 @@ def _db(url: str, data: pathlib.Path) -> list[str]:
     return ["--database-url", url, "--data", str(data)]
 
 
+ALL_STEPS = ("dry-run", "carry", "again", "export", "import")
+
+
 async def one_size(
     dialect: str,
     memos: int,
     attachments: int,
     workdir: pathlib.Path,
     sink: Callable[[dict[str, Any]], None] = lambda r: None,
+    steps: tuple[str, ...] = ALL_STEPS,
+    source: pathlib.Path | None = None,
 ) -> dict[str, Any]:
-    """The four steps at one size; ``sink`` gets the result so far after each one
-    (so an interrupted long run keeps what it measured)."""
-    out: dict[str, Any] = {"memos": memos, "attachments": attachments}
-    step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} attachments")
-    source = workdir / "memos.db"
-    build_memos_db(source, memos, attachments)
+    """The steps at one size; ``sink`` gets the result so far after each one
+    (so an interrupted long run keeps what it measured). ``source``: a Memos
+    database already built by :func:`build_memos_db` (``--memos-db``)."""
+    out: dict[str, Any] = {"memos": memos, "attachments": attachments, "steps": list(steps)}
+    if source is None:
+        step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} files")
+        source = workdir / "memos.db"
+        build_memos_db(source, memos, attachments)
     async with fresh_database(dialect, workdir) as db:
         data, target_data = workdir / "data", workdir / "target-data"
-        step("daybook import-memos-db --dry-run")
-        dry = run_cli(["import-memos-db", *_db(db.url, data), "--dry-run", str(source)])
-        dry["carried"] = carried(dry["summary"])
-        dry["wrote_nothing"] = await _count(db.url, "SELECT count(*) FROM memo") == 0
-        out["import_memos_db_dry_run"] = dry
-        sink(out)
-        step(f"  {dry['seconds']:.1f}s, {dry['rss_mb']:.0f} MB; daybook import-memos-db")
+        if "dry-run" in steps:
+            step("daybook import-memos-db --dry-run")
+            dry = run_cli(["import-memos-db", *_db(db.url, data), "--dry-run", str(source)])
+            dry["carried"] = carried(dry["summary"])
+            dry["wrote_nothing"] = await _count(db.url, "SELECT count(*) FROM memo") == 0
+            out["import_memos_db_dry_run"] = dry
+            sink(out)
+            step(f"  {dry['seconds']:.1f}s, {dry['rss_mb']:.0f} MB")
+        if not {"carry", "again", "export", "import"} & set(steps):
+            return out
+        step("daybook import-memos-db")
         first = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
         first["carried"] = carried(first["summary"])
         out["import_memos_db"] = first
         sink(out)
-        step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB; again (idempotent)")
-        memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
-        events = await _count(db.url, "SELECT count(*) FROM memo_event")
-        again = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
-        again["carried"] = carried(again["summary"])
-        again["unchanged"] = (
-            await _count(db.url, "SELECT count(*) FROM memo") == memo_rows
-            and await _count(db.url, "SELECT count(*) FROM memo_event") == events
-            and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
-        )
-        out["import_memos_db_again"] = again
-        sink(out)
+        step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB")
+        if "again" in steps:
+            memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
+            events = await _count(db.url, "SELECT count(*) FROM memo_event")
+            again = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
+            again["carried"] = carried(again["summary"])
+            again["unchanged"] = (
+                await _count(db.url, "SELECT count(*) FROM memo") == memo_rows
+                and await _count(db.url, "SELECT count(*) FROM memo_event") == events
+                and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
+            )
+            out["import_memos_db_again"] = again
+            sink(out)
+            step(f"  again: {again['seconds']:.1f}s, unchanged: {again['unchanged']}")
+        if not {"export", "import"} & set(steps):
+            return out
         archive = workdir / "archive.zip"
-        step(f"  {again['seconds']:.1f}s, unchanged: {again['unchanged']}; daybook export")
+        step("daybook export")
         exported = run_cli(["export", *_db(db.url, data), "--user", "steven", "-o", str(archive)])
         exported["archive_bytes"] = archive.stat().st_size
         out["export"] = exported
+        out["archive_bytes"] = exported["archive_bytes"]
         sink(out)
+        step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB")
+        if "import" not in steps:
+            return out
         target = await _second_database(db, workdir)
-        step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB; daybook import")
+        step("daybook import")
         imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
         imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
         step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
@@ -341,7 +360,7 @@ def table(results: list[dict[str, Any]]) -> str:
                     f"{p['cpu_s']:.1f}",
                     f"{r['memos'] / p['seconds']:,.0f}",
                     f"{p['rss_mb']:.0f}",
-                    f"{r['export']['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
+                    f"{r['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
                     f"{bar['frames']}: {bar['at_25']}/{bar['at_50']}/{bar['at_75']}/{bar['last']}%",
                 ]
             )
@@ -369,26 +388,62 @@ def main() -> None:
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--sizes", type=str, default="", help="comma-separated memo counts")
     parser.add_argument("--workdir", default=None, help="where the databases go (default: /tmp)")
+    parser.add_argument(
+        "--steps",
+        default=",".join(ALL_STEPS),
+        help=f"which steps, comma-separated, of {','.join(ALL_STEPS)} (export and import"
+        " need the carry, which they run)",
+    )
+    parser.add_argument(
+        "--memos-db", default=None, help="a Memos database built by --build-only (one size)"
+    )
+    parser.add_argument(
+        "--build-only", default=None, help="only build the Memos database of --memos to this path"
+    )
+    parser.add_argument("--tag", default="", help="suffix of the results file")
     args = parser.parse_args()
+    if args.build_only:
+        step(f"building a Memos 0.26 database of {args.memos} memos, {args.attachments} files")
+        build_memos_db(pathlib.Path(args.build_only), args.memos, args.attachments)
+        return
+    steps = tuple(s for s in args.steps.split(",") if s)
+    if unknown := set(steps) - set(ALL_STEPS):
+        parser.error(f"unknown steps: {sorted(unknown)}")
     sizes = (
         [int(s) for s in args.sizes.split(",")] if args.sizes else [args.memos // 10, args.memos]
     )
     results: list[dict[str, Any]] = []
     load: dict[str, Any] = {"start": os.getloadavg()}
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}.json"
+    out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}{args.tag}.json"
 
     def save(partial: dict[str, Any] | None = None) -> None:
         load["now"] = os.getloadavg()
         done = results + ([partial] if partial is not None else [])
-        report = {"dialect": args.dialect, "load": load, "cpus": os.cpu_count(), "results": done}
+        report = {
+            "dialect": args.dialect,
+            "argv": sys.argv[1:],
+            "load": load,
+            "cpus": os.cpu_count(),
+            "results": done,
+        }
         out.write_text(json.dumps(report, indent=2))
 
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="daybook-bench-port-", dir=args.workdir) as tmp:
             attachments = max(1, args.attachments * n // args.memos)
             results.append(
-                asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp), save))
+                asyncio.run(
+                    one_size(
+                        args.dialect,
+                        n,
+                        attachments,
+                        pathlib.Path(tmp),
+                        save,
+                        steps,
+                        pathlib.Path(args.memos_db) if args.memos_db else None,
+                    )
+                )
             )
     save()
     print(table(results))
