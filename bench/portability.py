@@ -277,17 +277,22 @@ async def one_size(
     sink: Callable[[dict[str, Any]], None] = lambda r: None,
     steps: tuple[str, ...] = ALL_STEPS,
     source: pathlib.Path | None = None,
+    archive_in: pathlib.Path | None = None,
 ) -> dict[str, Any]:
     """The steps at one size; ``sink`` gets the result so far after each one
     (so an interrupted long run keeps what it measured). ``source``: a Memos
     database already built by :func:`build_memos_db` (``--memos-db``)."""
     out: dict[str, Any] = {"memos": memos, "attachments": attachments, "steps": list(steps)}
-    if source is None:
+    if source is None and archive_in is None:
         step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} files")
         source = workdir / "memos.db"
         build_memos_db(source, memos, attachments)
     async with fresh_database(dialect, workdir) as db:
         data, target_data = workdir / "data", workdir / "target-data"
+        if archive_in is not None:  # only the import, of an archive another run exported
+            out["archive_bytes"] = os.stat(archive_in).st_size
+            await _import_step(db, workdir, archive_in, target_data, out, sink)
+            return out
         if "dry-run" in steps:
             step("daybook import-memos-db --dry-run")
             dry = run_cli(["import-memos-db", *_db(db.url, data), "--dry-run", str(source)])
@@ -327,16 +332,26 @@ async def one_size(
         out["archive_bytes"] = exported["archive_bytes"]
         sink(out)
         step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB")
-        if "import" not in steps:
-            return out
-        target = await _second_database(db, workdir)
-        step("daybook import")
-        imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
-        imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
-        step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
-        out["import"] = imported
-        sink(out)
+        if "import" in steps:
+            await _import_step(db, workdir, archive, target_data, out, sink)
     return out
+
+
+async def _import_step(
+    db: BenchDatabase,
+    workdir: pathlib.Path,
+    archive: pathlib.Path,
+    target_data: pathlib.Path,
+    out: dict[str, Any],
+    sink: Callable[[dict[str, Any]], None],
+) -> None:
+    target = await _second_database(db, workdir)
+    step("daybook import")
+    imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
+    imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
+    step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
+    out["import"] = imported
+    sink(out)
 
 
 STEPS = ("import_memos_db_dry_run", "import_memos_db", "import_memos_db_again", "export", "import")
@@ -401,6 +416,9 @@ def main() -> None:
         "--build-only", default=None, help="only build the Memos database of --memos to this path"
     )
     parser.add_argument("--tag", default="", help="suffix of the results file")
+    parser.add_argument(
+        "--archive", default=None, help="only import this archive (another run's export)"
+    )
     args = parser.parse_args()
     if args.build_only:
         step(f"building a Memos 0.26 database of {args.memos} memos, {args.attachments} files")
@@ -442,6 +460,7 @@ def main() -> None:
                         save,
                         steps,
                         pathlib.Path(args.memos_db) if args.memos_db else None,
+                        pathlib.Path(args.archive) if args.archive else None,
                     )
                 )
             )
