@@ -206,8 +206,13 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
             "last": frames[-1][1] if frames else None,
             "bars": labels,
         },
-        "summary": [ln for ln in lines if "%" not in ln][-80:],
+        # The report's head (the counts) and tail; a long problem list in between is cut.
+        "summary": _head_and_tail([ln for ln in lines if "%" not in ln], 40, 20),
     }
+
+
+def _head_and_tail(lines: list[str], head: int, tail: int) -> list[str]:
+    return lines if len(lines) <= head + tail else [*lines[:head], "...", *lines[-tail:]]
 
 
 def carried(summary: list[str]) -> dict[str, int]:
