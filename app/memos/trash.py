@@ -48,7 +48,7 @@ from app.access.admission import readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.writes import key_may_write
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import Out, rfc3339
 from app.attachments import storage
 from app.db.schema import attachment, instance_setting, memo, memo_event, memo_trash
@@ -300,19 +300,15 @@ async def list_trash(
         .where(_own_roots(caller, mode))
     )
     if page_token:
-        values = decode_token(secret, key, page_token)
-        if len(values) != 2 or not all(type(v) is int for v in values):
-            raise InvalidArgument("pageToken: invalid page token")
+        values = decode_int_key(secret, key, page_token, 2)
         stmt = stmt.where(sa.tuple_(r.trashed_ts, r.id) < sa.tuple_(*values))
-    rows = list(
-        (
-            await conn.execute(stmt.order_by(r.trashed_ts.desc(), r.id.desc()).limit(page_size + 1))
-        ).all()
+    fetched = (
+        await conn.execute(stmt.order_by(r.trashed_ts.desc(), r.id.desc()).limit(page_size + 1))
+    ).all()
+    page = trim_page(
+        fetched, page_size, lambda row: [row.trashed_ts, row.id], secret=secret, query=key
     )
-    token = ""
-    if len(rows) > page_size:
-        rows = rows[:page_size]
-        token = encode_token(secret, key, [rows[-1].trashed_ts, rows[-1].id])
+    rows, token = page.rows, page.next_token
     settings = await load_trash_settings(conn)
     out = []
     for row in rows:
