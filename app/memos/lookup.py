@@ -18,7 +18,7 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import parse_tree_path
 from app.access.scope import EMPTY_SCOPE, load_scope
-from app.access.writes import READ_ONLY, can_comment, key_may_write, memo_spot, write_denial
+from app.access.writes import can_comment, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import space
 from app.errors import InvalidArgument, PermissionDenied
@@ -41,9 +41,10 @@ async def readable_memo(
 
 
 async def require_writer(conn: AsyncConnection, caller: Caller, row: Any, action: str) -> None:
-    """403 unless the caller may change the memo (the write rule, with its live scope)."""
-    if not key_may_write(caller):
-        raise PermissionDenied(READ_ONLY)
+    """403 unless the caller may change the memo (the write rule, with its live scope).
+
+    Read-only keys are refused earlier, by the route's ``writable_key`` guard.
+    """
     scope = EMPTY_SCOPE if row.space_id is None else await load_scope(conn, caller, row.space_id)
     if write_denial(caller, row.creator_id, memo_spot(row), None, scope) is not None:
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can {action}")
@@ -55,10 +56,10 @@ async def comment_placement(
     """The comment's body, placed where the rule puts it; 403 when it may not be written.
 
     A comment on a SPACE memo takes the parent's space and path (a client
-    may repeat them, never change them) and needs WRITE there.
+    may repeat them, never change them) and needs WRITE there. A read-only
+    key is refused by the route's ``writable_key`` guard, and by the write
+    rule when the comment is created.
     """
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     if parent.visibility != "SPACE":
         return data
     uid = (

@@ -21,7 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.audience import AccessMode, MemoFacts, can_read
 from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
-from app.access.writes import key_may_write, memo_spot, write_denial
+from app.access.writes import memo_spot, write_denial
+from app.api.context import (
+    WriteContext as WriteContext,
+)  # re-exported: its importers predate the move
 from app.api.structs import parse_time, valid_uid
 from app.db.schema import memo, memo_event, memo_tag, user_account, webhook
 from app.errors import (
@@ -92,13 +95,6 @@ TRACKED = (
 
 
 _CAS_ATTEMPTS = 20  # recomputations of one update racing others (PostgreSQL only)
-
-
-@dataclass(frozen=True, slots=True)
-class WriteContext:
-    caller: Caller
-    access: AccessSettings
-    now: int
 
 
 # Parses done by :func:`prerender` before the write lock is taken, keyed by the
@@ -224,11 +220,6 @@ async def _event(
     )
 
 
-def _require_writer(caller: Caller) -> None:
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
-
-
 @dataclass(frozen=True, slots=True)
 class PreparedMemo:
     """A create that passed every check (key, shape, limits, placement): nothing written yet."""
@@ -270,8 +261,11 @@ async def prepare_memo(
     uid: str | None,
     parent_id: int | None = None,
 ) -> PreparedMemo:
-    """Every check a create makes, without looking at or writing any memo row."""
-    _require_writer(ctx.caller)
+    """Every check a create makes, without looking at or writing any memo row.
+
+    A read-only key is refused before this runs (``app.api.context.writable_key``
+    on the route); if one got here, the write rule in ``place_new`` refuses it.
+    """
     uid = valid_uid(uid) if uid else secrets.token_hex(11)
     values = await _content_columns(
         data.content if isinstance(data.content, str) else "", ctx.access.content_length_limit

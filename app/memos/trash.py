@@ -47,7 +47,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.access.admission import readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
-from app.access.writes import key_may_write
 from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import Out, rfc3339
 from app.attachments import storage
@@ -153,8 +152,6 @@ async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None
     The state change is a compare-and-set on the loaded state and version, so
     of two concurrent DELETEs exactly one trashes and the other answers 404.
     """
-    if not key_may_write(ctx.caller):
-        raise PermissionDenied("this access token is read-only")
     if not await may_write(conn, ctx.caller, row):
         raise PermissionDenied(
             f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
@@ -353,8 +350,6 @@ async def undelete(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
     restored. A comment trashed on its own cannot come back while its parent
     is in the trash (it would be reachable by id beside a hidden parent).
     """
-    if not key_may_write(ctx.caller):
-        raise PermissionDenied("this access token is read-only")
     if not await may_write(conn, ctx.caller, row):
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can restore it")
     if row.claim_token is not None:
