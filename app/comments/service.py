@@ -18,6 +18,7 @@ from app.access.admission import conditions
 from app.db.schema import memo_relation
 from app.errors import Conflict, InvalidArgument
 from app.memos.listing import ListQuery, admission_of, list_memos
+from app.memos.rows import MemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, create_memo_row
 from app.webhooks.outbox import Activity, emit
@@ -36,8 +37,8 @@ async def list_comments(
 
 
 async def create_comment(
-    conn: AsyncConnection, ctx: WriteContext, parent: Any, data: MemoIn, uid: str | None
-) -> Any:
+    conn: AsyncConnection, ctx: WriteContext, parent: MemoRow, data: MemoIn, uid: str | None
+) -> MemoRow:
     """Create a comment on a readable ``parent``; its visibility defaults to PRIVATE.
 
     Refused on an archived parent (409, as Memos does) and on a comment
