@@ -9,8 +9,6 @@ comment neither appears nor counts. The COMMENT relation grants nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -25,8 +23,8 @@ from app.webhooks.outbox import Activity, emit
 
 
 async def list_comments(
-    conn: AsyncConnection, parent: Any, q: ListQuery, secret: str
-) -> tuple[list[Any], str, int]:
+    conn: AsyncConnection, parent: MemoRow, q: ListQuery, secret: str
+) -> tuple[list[MemoRow], str, int]:
     """One page of ``parent``'s comments readable by ``q.caller``, and their total."""
     rows, token = await list_memos(conn, q, secret)
     admission = admission_of(q.caller, q.mode, q.state, parent.id, q.filter_clause)

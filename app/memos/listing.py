@@ -32,6 +32,7 @@ from app.access.restriction import Restriction
 from app.api.paging import decode_token, fingerprint, trim_page
 from app.db.schema import memo
 from app.errors import InvalidArgument
+from app.memos.rows import MemoRow
 
 ORDER_FIELDS: dict[str, sa.Column[Any]] = {
     "pinned": memo.c.pinned,
@@ -255,7 +256,7 @@ class ListQuery:
     parent_id: int | None = None  # comments of one memo; None: top-level memos
 
 
-async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[Any], str]:
+async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[MemoRow], str]:
     keys = parse_order(q.order_by)
     if q.state not in ("NORMAL", "ARCHIVED"):
         raise InvalidArgument(f"state: {q.state!r} is not one of NORMAL, ARCHIVED")

@@ -22,7 +22,7 @@ from app.access.writes import can_comment, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import space
 from app.errors import InvalidArgument, PermissionDenied
-from app.memos.rows import MemoRow
+from app.memos.rows import MemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import load_for_read
 
@@ -36,7 +36,7 @@ def memo_uid(name: str, field: str = "memo") -> str:
 
 async def readable_memo(
     conn: AsyncConnection, name: str, caller: Caller | None, mode: AccessMode
-) -> MemoRow:
+) -> ReadMemoRow:
     """The memo row, or 404 (401 for an anonymous caller a user could be)."""
     return await load_for_read(conn, memo_uid(name), caller, mode)
 

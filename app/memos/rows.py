@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["MemoRow"]
+__all__ = ["MemoRow", "ReadMemoRow"]
 
 
 class MemoRow(Protocol):
@@ -67,3 +67,10 @@ class MemoRow(Protocol):
     def origin(self) -> Any: ...
     @property
     def version(self) -> int: ...
+
+
+class ReadMemoRow(MemoRow, Protocol):
+    """A memo row as the read check loads it, with its creator's account state."""
+
+    @property
+    def creator_state(self) -> str | None: ...

@@ -41,7 +41,7 @@ from app.memos.html_cache import store_html
 from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
-from app.memos.rows import MemoRow
+from app.memos.rows import MemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.webhooks.outbox import Activity, emit
 
@@ -366,7 +366,7 @@ async def insert_memo_row(
 
 async def load_for_read(
     conn: AsyncConnection, uid: str, caller: Caller | None, mode: AccessMode
-) -> MemoRow:
+) -> ReadMemoRow:
     """The memo row if the caller may read it, else the right error."""
     row = (
         await conn.execute(

@@ -53,6 +53,7 @@ from app.attachments import storage
 from app.db.schema import attachment, instance_setting, memo, memo_event, memo_trash
 from app.db.transactions import read_transaction, write_transaction
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from app.memos.rows import MemoRow
 from app.memos.service import TRACKED, WriteContext, may_write
 from app.webhooks.outbox import Activity, emit
 
@@ -145,7 +146,7 @@ async def _event(
         )
 
 
-async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
+async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: MemoRow) -> None:
     """Move ``row`` (already read-checked) and its comments to the creator's trash.
 
     The write rule is the one every edit uses (:func:`app.memos.service.may_write`).
