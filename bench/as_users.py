@@ -30,7 +30,8 @@ import httpx
 import sqlalchemy as sa
 
 from bench.databases import fresh_database
-from bench.load import PASSWORD, _content, start_server
+from bench.harness import start_server
+from bench.load import PASSWORD, _content
 from bench.timing import percentile
 
 FILTERS = {

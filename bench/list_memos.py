@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import random
@@ -46,12 +45,10 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo
-from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
-from app.server import create_app
-from app.settings import Settings
 from bench.corpus import CorpusSpec, SeedReport, markdown, seed_postgresql, seed_sqlite, tag_pool
 from bench.databases import BenchDatabase, fresh_database
+from bench.harness import bench_settings, in_process
 from bench.timing import Stats, fmt_ms, markdown_table, measure, ratio, step
 
 PAGE_SIZE = 50
@@ -282,18 +279,10 @@ async def measure_all(
         session_id=1,
     )
     headers = {"Authorization": f"Bearer {report.token}"}
-    settings = Settings(
-        data_dir=workdir / "data",
-        database_url=db.url,
-        migrate_on_start=False,
-        secret=SECRET,
-        log_format="json",
-    )
-    app = create_app(settings)
-    configure_logging("json", logging.WARNING)  # no per-request log lines
+    settings = bench_settings(db.url, workdir / "data", migrate_on_start=False, secret=SECRET)
     results: dict[str, Any] = {}
     try:
-        async with AsyncTestClient(app=app, timeout=600) as client:
+        async with in_process(settings, client_timeout=600, quiet=True) as client:
             shapes = [
                 Shape("first page", 0, None),
                 Shape(

@@ -29,9 +29,10 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller, key_caller, restriction_key
 from app.access.reach import reach_partition
 from app.access.restriction import Restriction
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_token, fingerprint, trim_page
 from app.db.schema import memo
 from app.errors import InvalidArgument
+from app.memos.rows import MemoRow
 
 ORDER_FIELDS: dict[str, sa.Column[Any]] = {
     "pinned": memo.c.pinned,
@@ -255,7 +256,7 @@ class ListQuery:
     parent_id: int | None = None  # comments of one memo; None: top-level memos
 
 
-async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[Any], str]:
+async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[MemoRow], str]:
     keys = parse_order(q.order_by)
     if q.state not in ("NORMAL", "ARCHIVED"):
         raise InvalidArgument(f"state: {q.state!r} is not one of NORMAL, ARCHIVED")
@@ -270,9 +271,8 @@ async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[
     if q.page_token:
         after = _check_token_values(keys, decode_token(secret, query_id, q.page_token))
     stmt, params = _page_statement(q, keys, after)
-    rows = list((await conn.execute(stmt, params)).all())
-    next_token = ""
-    if len(rows) > q.page_size:
-        rows = rows[: q.page_size]
-        next_token = encode_token(secret, query_id, _key_values(rows[-1], keys))
-    return rows, next_token
+    rows = (await conn.execute(stmt, params)).all()
+    page = trim_page(
+        rows, q.page_size, lambda r: _key_values(r, keys), secret=secret, query=query_id
+    )
+    return page.rows, page.next_token

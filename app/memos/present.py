@@ -34,6 +34,7 @@ from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
+from app.memos.rows import MemoRow
 from app.relations.visible import relation_of, relation_sides
 
 T = TypeVar("T")
@@ -163,7 +164,7 @@ def parents_statement(
     )
 
 
-def etag(row: Any) -> str:
+def etag(row: MemoRow) -> str:
     return f'"{row.id}-{row.version}"'
 
 
@@ -179,14 +180,14 @@ def _origin(value: Any) -> schemas.Origin:
 
 
 async def present_one(
-    conn: AsyncConnection, row: Any, caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection, row: MemoRow, caller: Caller | None, mode: AccessMode
 ) -> schemas.Memo:
     """One memo resource (a page of one)."""
     return (await present(conn, [row], caller, mode))[0]
 
 
 async def present(
-    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection, rows: Sequence[MemoRow], caller: Caller | None, mode: AccessMode
 ) -> list[schemas.Memo]:
     if not rows:
         return []
@@ -288,7 +289,9 @@ async def present(
                 parent=parents.get(r.id, msgspec.UNSET),
                 location=location,
                 space=spaces[r.space_id] if shown else msgspec.UNSET,
-                tree=render_tree_path(r.tree, viewer) if shown else msgspec.UNSET,
+                tree=render_tree_path(r.tree, viewer)
+                if shown and r.tree is not None  # shown implies a tree; mypy cannot see it
+                else msgspec.UNSET,
             )
         )
     return out

@@ -35,6 +35,7 @@ from app.db import sqlite_functions
 from app.settings import Settings
 from tests.conftest import Actor, sign_up
 from tests.related.helpers import comment, make_public, restricted_key, upload
+from tests.support import make_settings
 
 # Index searches bounded whatever the statistics: the primary key, a unique uid,
 # one memo's comments, the caller's own memos (stats). A bare ``SEARCH memo`` is
@@ -50,14 +51,7 @@ FILTERS = ('"work" in tags', 'content.contains("alpha")', '"work" in tags && pin
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model="hash-64",
-    )
+    return make_settings(database_url, tmp_path, embedding_model="hash-64")
 
 
 class Recorder:

@@ -11,21 +11,15 @@ import pytest
 from litestar.testing import TestClient
 
 from app.server import create_app
-from app.settings import Settings
 from app.webui import CSP
+from tests.support import make_settings
 
 PASSWORD = "password-1"
 
 
 @pytest.fixture
 def web(tmp_path: pathlib.Path) -> Iterator[TestClient[Any]]:
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{tmp_path / 'web.db'}",
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    settings = make_settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path)
     with TestClient(app=create_app(settings)) as client:
         yield client
 
