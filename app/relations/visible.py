@@ -18,11 +18,12 @@ can make it walk ``memo``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from app.access.admission import pinned as is_pinned
 from app.access.admission import readable
@@ -38,7 +39,9 @@ PAGE = memo.alias("page_memo")
 OTHER = memo.alias("other_memo")
 
 
-def relation_sides(ids: list[int], caller: Caller | None, mode: AccessMode) -> list[sa.Select[Any]]:
+def relation_sides(
+    ids: Sequence[int] | BindParameter[Any], caller: Caller | None, mode: AccessMode
+) -> list[sa.Select[Any]]:
     """The outgoing and the incoming side of :func:`relations_statement`, each one
     SELECT (``app.memos.present`` puts them in the page's one related statement)."""
     r = memo_relation
