@@ -194,13 +194,7 @@ async def arrange(engine: AsyncEngine, narrow: int, wide: int, now: int) -> dict
                 ),
             )
         )
-    if engine.dialect.name == "postgresql":
-        async with engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.execute(sa.text("VACUUM ANALYZE"))
-    else:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql("ANALYZE")
+    # No ANALYZE here: the product never runs one after such a change (issue 15).
     arrange_s = time.perf_counter() - started
     step(f"arranged audiences in {arrange_s:.1f}s")
     return {"arrange_s": round(arrange_s, 2), "wide_token": wide_token}

@@ -46,7 +46,8 @@ from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo
 from app.memos.listing import ListQuery, list_memos
-from bench.corpus import CorpusSpec, SeedReport, markdown, seed_postgresql, seed_sqlite, tag_pool
+from bench.corpus import CorpusSpec, SeedReport, markdown, tag_pool
+from bench.corpus import seed as corpus_seed
 from bench.databases import BenchDatabase, fresh_database
 from bench.harness import bench_settings, in_process
 from bench.timing import Stats, fmt_ms, markdown_table, measure, ratio, step
@@ -246,10 +247,8 @@ async def measure_creates(client: AsyncTestClient[Any], headers: dict[str, str],
 
 
 async def seed(db: BenchDatabase, spec: CorpusSpec) -> SeedReport:
-    if db.dialect == "sqlite":
-        assert db.sqlite_path is not None
-        return await asyncio.to_thread(seed_sqlite, str(db.sqlite_path), spec)
-    return await seed_postgresql(db.url, spec)
+    """The corpus through the product's batch path (``bench.corpus.seed``)."""
+    return await corpus_seed(db.url, spec)
 
 
 async def run(opts: Options) -> dict[str, Any]:
@@ -439,8 +438,7 @@ def render(doc: dict[str, Any]) -> str:
     footer = (
         f"Create (`POST /api/v1/memos`, sequential): {create.per_second:,.0f} memos/s, "
         f"p50 / p95 {create.cell()} (n = {create.n}).  \n"
-        f"Seeding: {seeding['total_s']:.0f} s (load {seeding['load_s']:.0f} s, indexes "
-        f"{seeding['index_s']:.0f} s, analyze {seeding['analyze_s']:.0f} s); "
+        f"Seeding: {seeding['total_s']:.0f} s through memos:batchCreate, no ANALYZE; "
         f"SQL columns exclude HTTP; HTTP includes auth, the list query and `present`."
     )
     return f"{title}\n\n{markdown_table(headers, rows)}\n\n{footer}"
