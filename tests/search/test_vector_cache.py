@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
-from app.search import semantic, worker
+from app.search import cache_sync, semantic, worker
 from app.search.embedder import HashingEmbedder
 from app.search.semantic import exact_ranking, queued_count, sync_cache, walk_ranking
 from app.search.tables import memo_embedding
@@ -212,13 +212,13 @@ async def test_a_sync_reads_only_what_changed_and_decodes_off_the_event_loop(
 
     loop_thread = threading.get_ident()
     decoded_on: list[int] = []
-    real = semantic.decode_many
+    real = cache_sync.decode_many
 
     def spy(blobs: list[bytes], dim: int) -> Any:
         decoded_on.append(threading.get_ident())
         return real(blobs, dim)
 
-    monkeypatch.setattr(semantic, "decode_many", spy)
+    monkeypatch.setattr(cache_sync, "decode_many", spy)
     cache = VectorCache(EMBEDDER.dim)
     async with engine.connect() as conn:
         await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
