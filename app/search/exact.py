@@ -26,7 +26,7 @@ from app.search.arm import Coverage, SemanticArm
 from app.search.embedder import Vectors
 from app.search.pending import queued_count
 from app.search.tables import memo_embedding
-from app.search.vectors import VectorCache, decode_many
+from app.search.vectors import VectorCache, decode_many, similarities
 
 FETCH_CHUNK = 5000
 
@@ -133,7 +133,7 @@ async def exact_scored(
         if remember:
             cache.store_many(fetched, np.asarray(extra_keys, dtype=np.int64), vectors)
         hit_ids = np.concatenate([hit_ids, fetched])
-        scores = np.concatenate([scores, vectors @ query])
+        scores = np.concatenate([scores, similarities(vectors, query)])
     covered = Coverage(admitted_count, len(hit_ids))
     order = ordered(hit_ids, scores, pool)[:pool]
     return hit_ids[order].tolist(), tuple(float(x) for x in scores[order]), covered

@@ -46,6 +46,16 @@ def one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
+def similarities(rows: Vectors, query: Vectors) -> npt.NDArray[np.float32]:
+    """The dot product of each row with ``query``, computed the same way for a row
+    wherever it sits: OpenBLAS's matrix-vector kernel rounds a row differently
+    by its position in the block (equal vectors came out a last bit apart
+    between the walk and the exact scan, so ties at a cut depended on the
+    path); ``einsum``'s loop gives each row one result."""
+    out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
+    return out
+
+
 def content_hash(text: str) -> int:
     """The first 8 bytes of SHA-256, as a signed 64-bit integer (fits BIGINT)."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little", signed=True)
@@ -221,7 +231,7 @@ class VectorCache:
         used = self._used
         ids = self._id_of[:used]
         live = ids >= 0
-        scores: npt.NDArray[np.float32] = self._matrix[:used] @ query
+        scores = similarities(self._matrix[:used], query)
         return ids[live], scores[live]
 
     def sample(self, count: int) -> list[int]:
@@ -237,7 +247,8 @@ class VectorCache:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every cached vector whose float32 score is at least the ``count``-th best
         (ties at the cut included), as ``(ids, scores)`` in no particular order:
-        exactly what ``score_all`` followed by a cut at the ``count``-th score gives.
+        exactly what ``score_all`` followed by a cut at the ``count``-th score
+        gives (``similarities`` scores a row the same wherever it sits).
 
         The coarse pass scores each row from its int8 copy: ``|v - s c| <= s/2``
         per component, so the coarse score is within ``e = s/2 * |q|_1`` (plus
@@ -258,7 +269,7 @@ class VectorCache:
             coarse = np.empty(used, dtype=np.float32)
             wide = np.empty((COARSE_CHUNK, self.dim), dtype=np.float32)
             for start in range(0, used, COARSE_CHUNK):
-                part = self._coarse[start : start + COARSE_CHUNK]
+                part = self._coarse[start : min(start + COARSE_CHUNK, used)]
                 buf = wide[: len(part)]
                 np.copyto(buf, part, casting="unsafe")
                 np.matmul(buf, q, out=coarse[start : start + len(part)])
@@ -270,7 +281,7 @@ class VectorCache:
             lower = coarse - error
             bar = np.partition(lower, len(lower) - count)[len(lower) - count]
             rows = live[coarse + error >= bar]
-        scores: npt.NDArray[np.float32] = self._matrix[rows] @ query
+        scores = similarities(self._matrix[rows], query)
         if len(rows) > count:
             cut = np.partition(scores, len(scores) - count)[len(scores) - count]
             keep = scores >= cut
@@ -287,7 +298,5 @@ class VectorCache:
             return np.zeros(0, dtype=np.float32)
         matrix = self._matrix
         if len(rows) * 4 > self._used:
-            out: npt.NDArray[np.float32] = (matrix[: self._used] @ query)[rows]
-            return out
-        gathered: npt.NDArray[np.float32] = matrix[rows] @ query
-        return gathered
+            return similarities(matrix[: self._used], query)[rows]
+        return similarities(matrix[rows], query)
