@@ -126,8 +126,10 @@ async def _sqlite_arm(
     pending: int | None = None
     if query is not None:
         walked = None
-        rate = await probe_rate(conn, cache, model, dim, admitted)
-        if worth_walking(rate, len(cache), pool):
+        rate = None  # a cache no larger than the window is walked whole: no probe
+        if len(cache) > WALK_WINDOW:
+            rate = await probe_rate(conn, cache, model, dim, admitted)
+        if rate is None or worth_walking(rate, len(cache), pool):
             walked = await walk_scored(conn, cache, model, query, admitted, pool, rate)
         if walked is not None:
             ranking, sims = walked
