@@ -16,9 +16,10 @@ core). ``--db-cache FILE`` keeps the seeded, embedded SQLite database and
 reuses it on the next run (the latency runs copy it first: the
 ``everything`` step rewrites visibilities).
 
-Every hybrid search is followed, in the same moment, by two baselines: the
-same query in ``mode=lexical`` (no embedding, no vectors) and the query
-embedding alone; the JSON has their percentiles, the ratio of the p95s, the
+Every hybrid search is followed, in the same moment, by three baselines: the
+same query in ``mode=lexical`` (no embedding, no vectors), in
+``mode=semantic``, and the query embedding alone; the JSON has their
+percentiles, the ratio of the p95s, the
 process's CPU time per search (what a search costs with a core to itself,
 which wall time on a shared machine is not) and the load average around
 each caller. ``--profile`` adds a cProfile of the timed searches and the
@@ -263,12 +264,14 @@ async def explain_ms(engine: Any, runtime: SearchRuntime, caller: Caller, text: 
     return (time.perf_counter() - started) * 1000
 
 
-async def lexical_search(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> None:
+async def lexical_search(
+    engine: Any, runtime: SearchRuntime, caller: Caller, text: str, mode: str = "lexical"
+) -> None:
     """The in-run baseline: the same search, lexical arm only (no query embedding,
-    no vectors), with its page presented."""
+    no vectors), with its page presented; or another ``mode`` (``semantic``)."""
     async with engine.connect() as conn:
         q = SearchQuery(
-            caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10, mode="lexical"
+            caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10, mode=mode
         )
         page = await search_memos(conn, runtime, q, "bench")
         await present(conn, [page.rows[h.memo_id] for h in page.hits], caller, AccessMode.PRIVATE)
@@ -345,6 +348,8 @@ async def time_caller(
         cpu_samples: list[float] = []
         lexical: list[float] = []
         lexical_cpu: list[float] = []
+        semantic: list[float] = []
+        semantic_cpu: list[float] = []
         embed_ms: list[float] = []
         results = 0
         totals: list[int] = []
@@ -382,6 +387,11 @@ async def time_caller(
             lexical.append((time.perf_counter() - started) * 1000)
             lexical_cpu.append((time.process_time() - cpu_started) * 1000)
             started = time.perf_counter()
+            cpu_started = time.process_time()
+            await lexical_search(engine, runtime, caller, f"{text} {tag}sem{i}", "semantic")
+            semantic.append((time.perf_counter() - started) * 1000)
+            semantic_cpu.append((time.process_time() - cpu_started) * 1000)
+            started = time.perf_counter()
             embedder.embed_query(f"{text} embed{tag}{i}")
             embed_ms.append((time.perf_counter() - started) * 1000)
             if statements is not None:
@@ -398,6 +408,8 @@ async def time_caller(
     embed_ms.sort()
     cpu_samples.sort()
     lexical_cpu.sort()
+    semantic.sort()
+    semantic_cpu.sort()
     out: dict[str, Any] = {
         "warm_up_s": round(warm_s, 2),
         "first_ms": round(first, 1),
@@ -416,6 +428,11 @@ async def time_caller(
         "lexical_cpu_p50_ms": round(percentile(lexical_cpu, 50), 1),
         "lexical_p50_ms": round(percentile(lexical, 50), 1),
         "lexical_p95_ms": round(percentile(lexical, 95), 1),
+        "lexical_cpu_p95_ms": round(percentile(lexical_cpu, 95), 1),
+        "semantic_p50_ms": round(percentile(semantic, 50), 1),
+        "semantic_p95_ms": round(percentile(semantic, 95), 1),
+        "semantic_cpu_p50_ms": round(percentile(semantic_cpu, 50), 1),
+        "semantic_cpu_p95_ms": round(percentile(semantic_cpu, 95), 1),
         "hybrid_over_lexical_p95": round(
             percentile(samples, 95) / max(percentile(lexical, 95), 1e-9), 2
         ),

@@ -25,11 +25,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
 from app.jobs.lease import holder_id, leased, take
+from app.search.cache_sync import warm_cache
 from app.search.embedder import Embedder, QueryCache, make_embedder
 from app.search.fusion import Floor, Fusion
 from app.search.relevance import DEFAULT_FUSION, parse_floor
-from app.search.semantic import warm_cache
-from app.search.vectors import VectorCache
+from app.search.vectors import VectorCache, one_blas_thread
 from app.search.worker import run_low, run_worker
 
 log = structlog.get_logger("daybook.search")
@@ -53,6 +53,7 @@ class SearchRuntime:
         self._caches: dict[tuple[str, int], VectorCache] = {}
         self._lock = threading.Lock()
         self.warm_status = "cold"
+        one_blas_thread()
 
     @property
     def embedder(self) -> Embedder:

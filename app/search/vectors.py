@@ -5,6 +5,12 @@ half the size of float32, and the cosine error (< 1e-3) does not change
 rankings. The cache holds float32 rows for fast matrix products, keyed by
 memo id *and* the content hash read in the same query that admitted the
 memo, so a vector written by another process is never served stale.
+
+Beside the float32 rows it keeps an int8 copy (one scale per row), a quarter
+of the memory traffic: ``VectorCache.top`` scores every row from the int8
+copy, which is within a proven bound of the float32 score, keeps every row
+that could be among the best, and rescores exactly those from float32. The
+result is the float32 ranking itself, not an approximation (decision 0037).
 """
 
 from __future__ import annotations
@@ -19,6 +25,35 @@ import numpy.typing as npt
 from app.search.embedder import Vectors
 
 _F16 = np.dtype("<f2")
+COARSE_CHUNK = 2048  # int8 rows widened to float32 per step of ``top``'s coarse pass
+# Float32 rounding, so the bound stays a bound: the exact product of two unit
+# vectors errs by at most d * 2**-24 (2.3e-5 at 384 dimensions), the coarse one
+# by that times 254 times the quantisation bound (hence 1% on top of it).
+ROUNDING_SLACK = 1e-4
+COARSE_MARGIN = 0.5 * 1.01
+
+
+def one_blas_thread() -> None:
+    """numpy's BLAS on one thread for this process (the search runtime calls it).
+
+    A query's matrix-vector products are memory-bound and small per step: on
+    two threads of a shared 2-core machine OpenBLAS spent several times the CPU
+    of one thread for the same product (``top``'s coarse pass: 135 ms of CPU
+    for 100k rows instead of 3; decision 0037), and the event loop and the
+    ONNX thread need the other core."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def similarities(rows: Vectors, query: Vectors) -> npt.NDArray[np.float32]:
+    """The dot product of each row with ``query``, computed the same way for a row
+    wherever it sits: OpenBLAS's matrix-vector kernel rounds a row differently
+    by its position in the block (equal vectors came out a last bit apart
+    between the walk and the exact scan, so ties at a cut depended on the
+    path); ``einsum``'s loop gives each row one result."""
+    out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
+    return out
 
 
 def content_hash(text: str) -> int:
@@ -59,12 +94,17 @@ class VectorCache:
     vectorised numpy operations.
     """
 
+    exact_below = 4 * COARSE_CHUNK  # ``top`` scores this few live rows exactly at once
+
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._row_of = np.full(1024, -1, dtype=np.int64)
         self._key_of = np.zeros(1024, dtype=np.int64)
         self._id_of = np.full(1024, -1, dtype=np.int64)  # memo id per row; -1: free
         self._matrix: Vectors = np.zeros((1024, dim), dtype=np.float32)
+        # int8 copy of each row and its scale: row ~= scale * coarse (``top``)
+        self._coarse = np.zeros((1024, dim), dtype=np.int8)
+        self._scale = np.zeros(1024, dtype=np.float32)
         self._used = 0
         self._free: list[int] = []
         self._lock = threading.Lock()
@@ -107,7 +147,23 @@ class VectorCache:
             keys[: self._used] = self._key_of[: self._used]
             id_of = np.full(size, -1, dtype=np.int64)
             id_of[: self._used] = self._id_of[: self._used]
+            coarse = np.zeros((size, self.dim), dtype=np.int8)
+            coarse[: self._used] = self._coarse[: self._used]
+            scale = np.zeros(size, dtype=np.float32)
+            scale[: self._used] = self._scale[: self._used]
             self._matrix, self._key_of, self._id_of = matrix, keys, id_of
+            self._coarse, self._scale = coarse, scale
+
+    def _quantise(self, rows: npt.NDArray[np.int64] | int, vectors: Vectors) -> None:
+        """The int8 copy of ``vectors`` at ``rows``: symmetric, one scale per row."""
+        v = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        peak = np.abs(v).max(axis=1)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        coarse = np.clip(np.rint(v / scale[:, None]), -127, 127).astype(np.int8)
+        if isinstance(rows, int):
+            self._coarse[rows], self._scale[rows] = coarse[0], scale[0]
+        else:
+            self._coarse[rows], self._scale[rows] = coarse, scale
 
     def store(self, memo_id: int, key: int, vector: Vectors) -> int:
         with self._lock:
@@ -120,6 +176,7 @@ class VectorCache:
                 row = self._used
                 self._used += 1
             self._matrix[row] = vector
+            self._quantise(row, vector)
             self._key_of[row] = key
             self._id_of[row] = memo_id
             self._row_of[memo_id] = row
@@ -143,6 +200,7 @@ class VectorCache:
                 self._grow_rows(end)
                 rows = np.arange(self._used, end, dtype=np.int64)
                 self._matrix[rows] = vectors
+                self._quantise(rows, vectors)
                 self._key_of[rows] = keys
                 self._id_of[rows] = ids
                 self._row_of[ids] = rows
@@ -173,8 +231,62 @@ class VectorCache:
         used = self._used
         ids = self._id_of[:used]
         live = ids >= 0
-        scores: npt.NDArray[np.float32] = self._matrix[:used] @ query
+        scores = similarities(self._matrix[:used], query)
         return ids[live], scores[live]
+
+    def sample(self, count: int) -> list[int]:
+        """``count`` live memo ids spread evenly over the rows (all when fewer)."""
+        live = self._id_of[: self._used]
+        live = live[live >= 0]
+        if len(live) > count:
+            live = live[np.linspace(0, len(live) - 1, count).astype(np.int64)]
+        return [int(i) for i in live]
+
+    def top(
+        self, query: Vectors, count: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every cached vector whose float32 score is at least the ``count``-th best
+        (ties at the cut included), as ``(ids, scores)`` in no particular order:
+        exactly what ``score_all`` followed by a cut at the ``count``-th score
+        gives (``similarities`` scores a row the same wherever it sits).
+
+        The coarse pass scores each row from its int8 copy: ``|v - s c| <= s/2``
+        per component, so the coarse score is within ``e = s/2 * |q|_1`` (plus
+        rounding slack) of the float32 one. The ``count``-th best lower bound
+        ``L`` is at most the true ``count``-th best score, so every row that
+        reaches it has an upper bound ``>= L``: those candidates (a few per cent
+        of the rows) are rescored from float32 and cut exactly.
+        """
+        used = self._used
+        ids = self._id_of[:used]
+        live = np.nonzero(ids >= 0)[0]
+        if count <= 0 or not len(live):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if len(live) <= max(count, self.exact_below):
+            rows = live
+        else:
+            q = np.asarray(query, dtype=np.float32)
+            coarse = np.empty(used, dtype=np.float32)
+            wide = np.empty((COARSE_CHUNK, self.dim), dtype=np.float32)
+            for start in range(0, used, COARSE_CHUNK):
+                part = self._coarse[start : min(start + COARSE_CHUNK, used)]
+                buf = wide[: len(part)]
+                np.copyto(buf, part, casting="unsafe")
+                np.matmul(buf, q, out=coarse[start : start + len(part)])
+            scale = self._scale[:used]
+            coarse *= scale
+            error = scale * np.float32(COARSE_MARGIN * float(np.abs(q).sum()))
+            error += np.float32(ROUNDING_SLACK)
+            coarse, error = coarse[live], error[live]
+            lower = coarse - error
+            bar = np.partition(lower, len(lower) - count)[len(lower) - count]
+            rows = live[coarse + error >= bar]
+        scores = similarities(self._matrix[rows], query)
+        if len(rows) > count:
+            cut = np.partition(scores, len(scores) - count)[len(scores) - count]
+            keep = scores >= cut
+            rows, scores = rows[keep], scores[keep]
+        return self._id_of[rows], scores
 
     def scores(self, rows: npt.NDArray[np.int64], query: Vectors) -> npt.NDArray[np.float32]:
         """Cosine similarity of ``query`` with the given rows.
@@ -186,7 +298,5 @@ class VectorCache:
             return np.zeros(0, dtype=np.float32)
         matrix = self._matrix
         if len(rows) * 4 > self._used:
-            out: npt.NDArray[np.float32] = (matrix[: self._used] @ query)[rows]
-            return out
-        gathered: npt.NDArray[np.float32] = matrix[rows] @ query
-        return gathered
+            return similarities(matrix[: self._used], query)[rows]
+        return similarities(matrix[rows], query)

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.schema import memo, user_account
-from app.search import semantic, worker
+from app.search import cache_sync, semantic, worker
 from app.search.embedder import HashingEmbedder
 from app.search.semantic import exact_ranking, queued_count, sync_cache, walk_ranking
 from app.search.tables import memo_embedding
@@ -212,13 +212,13 @@ async def test_a_sync_reads_only_what_changed_and_decodes_off_the_event_loop(
 
     loop_thread = threading.get_ident()
     decoded_on: list[int] = []
-    real = semantic.decode_many
+    real = cache_sync.decode_many
 
     def spy(blobs: list[bytes], dim: int) -> Any:
         decoded_on.append(threading.get_ident())
         return real(blobs, dim)
 
-    monkeypatch.setattr(semantic, "decode_many", spy)
+    monkeypatch.setattr(cache_sync, "decode_many", spy)
     cache = VectorCache(EMBEDDER.dim)
     async with engine.connect() as conn:
         await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
@@ -244,3 +244,98 @@ async def test_a_sync_reads_only_what_changed_and_decodes_off_the_event_loop(
     reads = [(s, p) for s, p in statements if "FROM memo_embedding " in s + " "]
     assert len(reads) == 1 and 9 in reads[0][1], reads  # the changed memo's row only
     assert decoded_on and loop_thread not in decoded_on
+
+
+def _cut(cache: VectorCache, q: Any, count: int) -> list[tuple[float, int]]:
+    """Every vector at least as similar as the ``count``-th best, from the full product."""
+    ids, scores = cache.score_all(q)
+    if len(scores) > count:
+        bar = np.partition(scores, len(scores) - count)[len(scores) - count]
+        ids, scores = ids[scores >= bar], scores[scores >= bar]
+    return sorted(zip(scores.tolist(), ids.tolist(), strict=True))
+
+
+def test_top_is_the_full_products_cut_from_the_int8_pass() -> None:
+    """Decision 0037: ``top`` scores every row from its int8 copy and rescores only
+    the rows its error bound cannot rule out; the result must be exactly the
+    float32 product's cut (ties at the cut included), for rows stored one by one
+    (capacity past the last row), duplicates (ties), and removed rows."""
+    rng = np.random.default_rng(37)
+    dim, n = 48, 12_000
+    base = rng.standard_normal((600, dim)).astype(np.float32) + rng.standard_normal(dim) * 1.5
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    cache = VectorCache(dim)
+    cache.exact_below = 0  # always the coarse pass, however small the cache
+    picks = rng.integers(0, len(base), n)
+    cache.store_many(np.arange(1, 9001), np.zeros(9000, dtype=np.int64), base[picks[:9000]])
+    for i in range(9001, n + 1):
+        cache.store(i, 0, base[picks[i - 1]])
+    for i in rng.choice(n, 300, replace=False):
+        cache.remove(int(i) + 1)
+    assert len(cache._matrix) > cache._used  # a partial last chunk beyond the rows
+    for trial in range(12):
+        q = base[trial] + rng.standard_normal(dim).astype(np.float32) * 0.4
+        q = (q / np.linalg.norm(q)).astype(np.float32)
+        for count in (1, 50, 1024):
+            ids, scores = cache.top(q, count)
+            got = sorted(zip(scores.tolist(), ids.tolist(), strict=True))
+            assert got == _cut(cache, q, count), (trial, count)
+    empty = VectorCache(dim)
+    assert [len(a) for a in empty.top(base[0], 10)] == [0, 0]
+
+
+def test_the_way_is_chosen_by_the_probed_rate() -> None:
+    """Pure: a 1% key goes to the exact scan; a broad caller walks, in one batch."""
+    from app.search.walk import WALK_WINDOW, first_batch, worth_walking
+
+    assert not worth_walking(0.01, 100_000, 50)
+    assert worth_walking(0.4, 100_000, 50)
+    assert worth_walking(0.0, WALK_WINDOW, 50)  # a small cache is walked whole
+    assert first_batch(None, 50) == 100
+    assert first_batch(1.0, 50) == 100
+    assert first_batch(0.4, 50) == 188  # 1.5 x 50 / 0.4: the pool in one statement
+    assert first_batch(0.001, 50) == WALK_WINDOW
+
+
+async def test_the_arm_ranks_what_the_scan_ranks_and_a_narrow_caller_skips_the_full_product(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The arm on SQLite (probe, then walk or exact scan, the coarse pass forced)
+    ranks exactly what the admitted-ids scan ranks; a caller admitting 1% of the
+    memos never scores every cached vector."""
+    tops: list[int] = []
+    real_top = VectorCache.top
+
+    def counting(self: VectorCache, q: Any, count: int) -> Any:
+        tops.append(count)
+        return real_top(self, q, count)
+
+    monkeypatch.setattr(VectorCache, "top", counting)
+    monkeypatch.setattr(VectorCache, "exact_below", 0)
+    cache, scan_cache = VectorCache(EMBEDDER.dim), VectorCache(EMBEDDER.dim)
+    async with engine.connect() as conn:
+        await sync_cache(conn, cache, EMBEDDER.name, EMBEDDER.dim)
+    for modulus in (1, 3, 100):
+        tops.clear()
+        admitted: list[Any] = [memo.c.id % modulus == 0, memo.c.state == "NORMAL"]
+        await _arm_matches_the_scan(engine, cache, scan_cache, admitted, modulus)
+        assert (tops == []) == (modulus == 100), (modulus, tops)
+
+
+async def _arm_matches_the_scan(
+    engine: AsyncEngine,
+    cache: VectorCache,
+    scan_cache: VectorCache,
+    admitted: list[Any],
+    modulus: int,
+) -> None:
+    async with engine.connect() as conn:
+        for text in ("apple river", "quartz meadow lantern n17"):
+            q = EMBEDDER.embed_query(text)
+            arm = await semantic.semantic_arm(
+                conn, cache, EMBEDDER.name, EMBEDDER.dim, False, q, admitted, 50
+            )
+            expected, _ = await exact_ranking(conn, scan_cache, EMBEDDER.name, q, admitted, 50)
+            sim = dict(zip(*(a.tolist() for a in cache.score_all(q)), strict=True))
+            assert [round(sim[i], 5) for i in arm.ranking] == [round(sim[i], 5) for i in expected]
+            assert all(i % modulus == 0 for i in arm.ranking) and arm.pending == 0

@@ -17,7 +17,7 @@ from litestar.testing import AsyncTestClient
 
 from app.db.engine import create_engine
 from app.db.schema import memo
-from app.search import semantic
+from app.search import cache_sync, semantic
 from app.search.embedder import HashingEmbedder
 from app.search.runtime import SearchRuntime
 from app.search.semantic import warm_cache
@@ -59,14 +59,14 @@ async def test_a_second_process_starts_warm(
             assert len(cache) == expected
             # The first search after the warm-up loads nothing in full again.
             full_loads: list[Any] = []
-            load = semantic._load
+            load = cache_sync._load
 
             async def counting(conn: Any, c: Any, model: str, dim: int, ids: Any) -> None:
                 if ids is None:
                     full_loads.append(ids)
                 await load(conn, c, model, dim, ids)
 
-            monkeypatch.setattr(semantic, "_load", counting)
+            monkeypatch.setattr(cache_sync, "_load", counting)
             there = Actor(second, "alice", alice.token, alice.user)
             body = await search(there, "lighthouse", mode="semantic")
             assert (len(body["results"]), body["pendingEmbeddings"]) == (5, 0)
@@ -113,7 +113,7 @@ async def test_a_search_during_the_warm_up_waits_for_it(
         await embed_all(first)
     gate, loading = asyncio.Event(), asyncio.Event()
     full_loads: list[None] = []
-    load = semantic._load
+    load = cache_sync._load
 
     async def gated(conn: Any, c: Any, model: str, dim: int, ids: Any) -> None:
         if ids is None:
@@ -122,7 +122,7 @@ async def test_a_search_during_the_warm_up_waits_for_it(
             await gate.wait()
         await load(conn, c, model, dim, ids)
 
-    monkeypatch.setattr(semantic, "_load", gated)
+    monkeypatch.setattr(cache_sync, "_load", gated)
     embedder = HashingEmbedder(64, "hash-64")
     cache = VectorCache(embedder.dim)
     engine = create_engine(settings.database_url)
