@@ -6,6 +6,8 @@ import { api } from "./api.js";
 import { clear, confirmDialog, field, h, relativeTime, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { isAdmin, state } from "./store.js";
+import { passwordMessage } from "./auth.js";
+import { checkNewPassword } from "./passwords.js";
 
 
 export function renderAdmin(container) {
@@ -78,7 +80,8 @@ function createUserPanel(reload) {
   const [userRow, username] = field(t("username"), h("input", { class: "input", required: true, autocapitalize: "none",
     spellcheck: "false", autocomplete: "off", maxlength: "32", pattern: "[A-Za-z0-9_.\\-]+" }), t("usernameRule"));
   const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", required: true,
-    minlength: "8", autocomplete: "new-password" }), t("passwordRule"));
+    autocomplete: "new-password" }), t("passwordRule"));
+  checkNewPassword(password, passwordMessage);
   const role = h("select", { class: "select" }, ["USER", "ADMIN"].map((r) => h("option", { value: r }, t(`userRole_${r}`))));
   const [roleRow] = field(t("role"), role);
   const form = h("form", { class: "stack", onsubmit: async (e) => {

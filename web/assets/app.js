@@ -9,12 +9,13 @@ import { createComposer } from "./composer.js";
 import { fetchRendered } from "./memo-card.js";
 import { renderSettings } from "./settings.js";
 import { renderSidebar } from "./sidebar.js";
-import { currentRoute, navigate, setParams, state } from "./store.js";
+import { applyTheme, currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
 import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
 import { renderShared } from "./share.js";
 import { contentNode } from "./memo-card.js";
 
+applyTheme(); // before anything is drawn, so a chosen theme never flashes the other one
 const app = document.getElementById("app");
 let timeline = null;
 let composer = null;
@@ -84,12 +85,23 @@ function buildLayout() {
   const toggle = h("button", { class: "btn ghost icon menu-toggle", type: "button", "aria-controls": "sidebar",
     "aria-expanded": "false", "aria-label": t("menu"), onclick: () => setDrawer(!document.body.classList.contains("drawer-open")) }, icon("menu"));
   const main = h("main", { class: "main", id: "main", tabindex: "-1" });
+  // On phones search sits in the top bar, not only in the drawer (defect 10).
+  const phoneSearch = h("input", { type: "search", class: "input", id: "top-search", placeholder: t("search"),
+    "aria-label": t("searchMemos"), autocomplete: "off", enterkeyhint: "search" });
   const topbar = h("header", { class: "topbar" }, toggle,
     h("span", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
+    h("form", { role: "search", class: "top-search", onsubmit: (e) => {
+      e.preventDefault();
+      phoneSearch.blur();
+      const q = phoneSearch.value.trim() || null;
+      const route = currentRoute();
+      if (["home", "explore", "archived", "space"].includes(route.name)) setParams({ q });
+      else navigate("home", "", { q });
+    } }, phoneSearch),
     h("button", { class: "btn ghost small", type: "button", onclick: signOut }, t("signOut")));
   const scrim = h("div", { class: "scrim", onclick: () => setDrawer(false) });
   app.replaceChildren(h("div", { class: "shell" }, sidebar, scrim, h("div", { class: "column" }, topbar, main)));
-  layout = { sidebar, main, toggle };
+  layout = { sidebar, main, toggle, phoneSearch };
 }
 
 function setDrawer(open) {
@@ -134,6 +146,7 @@ function render({ keepComposer = false } = {}) {
   const route = currentRoute();
   setDrawer(false);
   renderSidebar(layout.sidebar, route);
+  if (document.activeElement !== layout.phoneSearch) layout.phoneSearch.value = route.params.q || "";
   if (keepComposer && layout.main.childElementCount) {
     // Only the sidebar and chips depend on late data; keep the editor's focus and text.
     layout.main.querySelector(".chips")?.replaceWith(chips(route));
@@ -224,11 +237,11 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "Escape") {
     document.querySelectorAll("details.menu[open]").forEach((d) => { d.open = false; d.querySelector("summary")?.focus(); });
     if (document.body.classList.contains("drawer-open")) { setDrawer(false); layout?.toggle.focus(); }
-    if (typing && e.target.id === "search") e.target.blur();
+    if (typing && (e.target.id === "search" || e.target.id === "top-search")) e.target.blur();
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey || !state.me) return;
-  if (e.key === "/") { e.preventDefault(); setDrawer(window.matchMedia("(max-width: 800px)").matches); document.getElementById("search")?.focus(); }
+  if (e.key === "/") { e.preventDefault(); document.getElementById(window.matchMedia("(max-width: 800px)").matches ? "top-search" : "search")?.focus(); }
   else if (e.key === "n" && composer) { e.preventDefault(); composer.focusEditor(); }
   else if (e.key === "j" || e.key === "k") {
     const cards = [...document.querySelectorAll(".memo-card")];
