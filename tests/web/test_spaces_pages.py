@@ -416,3 +416,38 @@ def test_archive_has_undo(new_page: Any, server: Server) -> None:
     expect(card(page, "Return the library books")).to_be_visible()
     assert server.api("alice", "GET", f"/{memo['name']}")["state"] == "NORMAL"
     assert page.js_errors == []
+
+
+def test_reset_link_page_sets_the_users_own_password(new_page: Any, server: Server) -> None:
+    """The page a one-time reset link opens: the user sets its own password (decision 0022).
+
+    (Was a module of its own, with its own server and browser.)"""
+    ensure_admin(server)
+    server.create_user("alice", "dana")
+    link = server.api("alice", "POST", "/users/dana/passwordResets")["resetUrl"]
+    assert link.startswith(server.url + "/reset-password#token=dbk_reset_")
+
+    page = new_page()
+    page.goto(link)
+    assert "#token" not in page.url  # dropped from the address bar (and history)
+    # The rule is on the page, and checked before anything is sent.
+    expect(page.locator("#pw-rule")).to_have_text("At least 8 characters, at most 1024 bytes.")
+    page.fill("#pw", "short")
+    page.fill("#pw2", "short")
+    page.click("button[type=submit]")
+    expect(page.locator("#pw")).to_have_js_property(
+        "validationMessage", "The password needs at least 8 characters."
+    )
+    page.fill("#pw", "danas-own-pass")
+    page.fill("#pw2", "danas-own-pass")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Password set for dana")
+    assert page.js_errors == []
+    csp = httpx.get(f"{server.url}/reset-password").headers["content-security-policy"]
+    assert "script-src 'self'" in csp
+    server.sign_in("dana", "danas-own-pass")
+    r = httpx.post(
+        f"{server.url}/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": "dana", "password": PASSWORD}},
+    )
+    assert r.status_code == 401

@@ -388,6 +388,8 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     # Files: one uploaded online rides with a memo queued offline (bound in the
     # create); one chosen offline is refused plainly (the outbox keeps memos only).
     png = base64.b64decode(DOT_PNG)
+    # Opened offline, the app found no attachments endpoint; online again, it asks again.
+    expect(page.locator("form.composer").get_by_role("button", name="Attach files")).to_be_visible()
     files = page.locator("form.composer input[type=file]")
     files.set_input_files(files=[{"name": "ticket.png", "mimeType": "image/png", "buffer": png}])
     expect(page.locator(".pending-files li", has_text="ticket.png")).to_be_visible()
@@ -476,6 +478,8 @@ def test_rough_edges_placement_and_share_offer(new_page: Any, server: Server) ->
     server.api("edges", "POST", "/memos", json={"content": "Open letter", "visibility": "PUBLIC"})
     page = new_page()
     sign_in(page, "edges")
+    # The timeline is drawn again once the spaces are known: wait for that first.
+    expect(page.locator(".sidebar").get_by_role("link", name="Workshop")).to_be_visible()
 
     # The count shows before the thread is opened, and only comments edges may read.
     expect(
@@ -488,7 +492,10 @@ def test_rough_edges_placement_and_share_offer(new_page: Any, server: Server) ->
     # A long memo is collapsed with "Show more"; a short one has no such button.
     diary = card(page, "Long diary")
     expect(diary.locator(".memo-content")).to_have_class(re.compile(r"\bcollapsed\b"))
-    assert diary.locator(".memo-content").evaluate("(el) => el.scrollHeight > el.clientHeight")
+    page.wait_for_function(
+        "() => { const el = document.querySelector('article.memo-card .memo-content.collapsed');"
+        " return el && el.scrollHeight > el.clientHeight + 100; }"
+    )
     diary.get_by_role("button", name="Show more").click()
     expect(diary.locator(".memo-content")).not_to_have_class(re.compile(r"\bcollapsed\b"))
     expect(diary.get_by_role("button", name="Show less")).to_have_attribute("aria-expanded", "true")
@@ -501,7 +508,7 @@ def test_rough_edges_placement_and_share_offer(new_page: Any, server: Server) ->
         expect(c.get_by_role("menuitem", name="Copy share link")).to_have_count(offered)
         c.get_by_label("Actions").click()
     page.goto(f"/#/m/{placed['name'].removeprefix('memos/')}")
-    expect(page.locator("article.memo-card")).to_contain_text("Placed announcement")
+    expect(page.locator(".memo-page article.memo-card")).to_contain_text("Placed announcement")
     expect(page.get_by_role("region", name="History")).to_be_visible()
     expect(page.get_by_role("region", name="Share links")).to_have_count(0)
 
@@ -554,6 +561,13 @@ def test_rough_edges_placement_and_share_offer(new_page: Any, server: Server) ->
         new.evaluate("(el) => el.validationMessage") == "The password needs at least 8 characters."
     )
     assert patches == []
+    # Signing out there and in again lands on Home, not back on Settings.
+    page.get_by_role("button", name="Sign out").first.click()
+    page.get_by_label("Username").fill("edges")  # in place: no navigation to "/"
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_label(EDITOR)).to_be_visible()
+    expect(page).to_have_url(re.compile(r"#/$"))
 
     # Phone: no Ctrl+Enter in the placeholder, and search in the top bar.
     page.set_viewport_size(PHONE)

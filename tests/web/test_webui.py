@@ -17,8 +17,12 @@ from app.webui import CSP
 PASSWORD = "password-1"
 
 
-@pytest.fixture
-def web(tmp_path: pathlib.Path) -> Iterator[TestClient[Any]]:
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Any]]:
+    # One app for the module: every test but one only reads, and that one makes
+    # the first user once. A fresh app (and migrated database) per test was
+    # most of this module's time.
+    tmp_path = tmp_path_factory.mktemp("webui")
     settings = Settings(
         data_dir=tmp_path / "data",
         database_url=f"sqlite:///{tmp_path / 'web.db'}",

@@ -7,7 +7,6 @@ import { t } from "./i18n.js";
 import { renderAuth } from "./auth.js";
 import { createComposer } from "./composer.js";
 import { fetchRendered } from "./memo-card.js";
-import { renderSettings } from "./settings.js";
 import { renderSidebar } from "./sidebar.js";
 import { applyTheme, currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
@@ -69,7 +68,18 @@ function sendOutbox() {
     import("./outbox.js").then((m) => m.flush(state.me.username)).then((n) => n && timeline && render());
   }
 }
-window.addEventListener("online", sendOutbox);
+// Back online: send what was queued, and ask again which optional endpoints
+// exist (an app opened offline found none, so it offered no attachments).
+window.addEventListener("online", async () => {
+  sendOutbox();
+  if (!state.me || !layout) return;
+  const found = await detectFeatures(state.me.username);
+  state.spaces = found.spaces;
+  state.views = found.views;
+  if (features.spaces) await reloadSpaces();
+  composer?.refresh();
+  renderSidebar(layout.sidebar, currentRoute());
+});
 
 let statsTurn = 0;
 async function reloadStats() {
@@ -115,6 +125,9 @@ async function signOut() {
   navigator.serviceWorker?.controller?.postMessage("signed-out");
   state.me = null;
   setCsrf("");
+  // The next sign-in starts at Home, not on the page this person left (defect
+  // 10: signing out from Settings and in again landed on Settings).
+  history.replaceState(null, "", "#/");
   showAuth();
 }
 
@@ -164,7 +177,10 @@ function render({ keepComposer = false } = {}) {
   timeline = null;
   window.scrollTo(0, 0);
   if (route.name === "settings") {
-    renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
+    // Loaded when opened (first-load weight, decision 0039).
+    import("./settings.js").then((m) => {
+      if (currentRoute().name === "settings") m.renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
+    });
     document.title = `${t("settings")} · ${t("appName")}`;
     return;
   }
