@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import os
+import pathlib
 import platform
 import shutil
 import statistics
