@@ -194,7 +194,9 @@ def test_admin_screen(new_page: Any, server: Server) -> None:
     page.get_by_role("button", name="Password reset link for dave").click()
     dlg = page.get_by_role("dialog", name="Password reset link")
     expect(dlg).to_contain_text("dave chooses the new password")
-    assert dlg.locator("code").inner_text().startswith(f"{server.url}/reset-password#token=dbk_reset_")
+    assert (
+        dlg.locator("code").inner_text().startswith(f"{server.url}/reset-password#token=dbk_reset_")
+    )
     dlg.get_by_role("button", name="Close").click()
     expect(page.get_by_role("button", name="Password reset link for alice")).to_have_count(0)
 

@@ -53,7 +53,7 @@ async function signedIn(res, { fresh }) {
   state.spaces = found.spaces;
   state.views = found.views;
   // Invitations and the caller's access per space (which memos it may edit).
-  if (features.spaces) await reloadSpaces();
+  if (features.spaces) await reloadSpaces(found.spaces);
   const now = currentRoute();
   // Pages whose content depends on the spaces draw again; others keep the editor.
   render({ keepComposer: !["space", "m"].includes(now.name) });
@@ -164,8 +164,12 @@ function render({ keepComposer = false } = {}) {
     // Only the sidebar and chips depend on late data; keep the editor's focus and text.
     layout.main.querySelector(".chips")?.replaceWith(chips(route));
     composer?.refresh();
-    if (timeline && state.spaces.length) {
-      // Space memos on this page can now show the controls their grants allow.
+    if (timeline && state.spaces.length && timeline.querySelector(".memo-card[data-space]")) {
+      // Space memos drawn before the access arrived can now show the controls
+      // their grants allow. Only then: a timeline without them (or still
+      // loading, whose cards will be drawn with the access) is kept, so a
+      // filter chosen in the first second is not fetched twice (defect 10:
+      // "the first tag filter after start takes 2 s").
       const old = timeline;
       timeline = createTimeline(route, { onCountsChanged: reloadStats });
       old.dispose();

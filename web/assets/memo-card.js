@@ -30,7 +30,7 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
   const own = !readonly && canEdit(memo);
   const id = memoId(memo.name);
   const card = h("article", { class: `memo-card${memo.pinned ? " pinned" : ""}`, tabindex: "0",
-    "aria-labelledby": `${id}-meta`, dataset: { name: memo.name } });
+    "aria-labelledby": `${id}-meta`, dataset: memo.space ? { name: memo.name, space: memo.space } : { name: memo.name } });
 
   const refresh = async () => onChanged?.(await fetchRendered(memo.name));
 

@@ -9,6 +9,13 @@ import { createSpaceDialog } from "./spaces.js";
 const WEEKS = 14; // with the weekday labels, fits the 272 px sidebar
 
 export function renderSidebar(container, route) {
+  // Nothing it shows changed (several redraws follow a start: stats, spaces,
+  // the late render): keep the nodes, so a click that began on a tag is not
+  // lost to a redraw between press and release (defect 10).
+  const inputs = [location.hash, state.stats, state.spaces, state.invitations, state.views,
+    features.spaces, features.views, state.me?.role, localDay(new Date().toISOString())];
+  if (container.drawn && inputs.every((v, i) => v === container.drawn[i])) return;
+  container.drawn = inputs;
   const link = (name, label, arg = "") => {
     const current = route.name === name && (route.arg || "") === arg;
     return h("li", {}, h("a", { href: `#/${name === "home" ? "" : name}${arg ? "/" + encodeURIComponent(arg) : ""}`,
