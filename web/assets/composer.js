@@ -51,15 +51,16 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   // OWNER grant included). Access not loaded yet: offered, the server decides.
   const writable = () => state.spaces.filter((s) => s.name === memo?.space || !state.access[s.name]
     || state.access[s.name].grants.some((g) => (LEVELS[g.level] || 0) >= LEVELS.WRITE));
+  let chosen = false; // the person picked a visibility or space: keep it across refills
   function fillChoices() {
     const spaces = features.spaces ? writable() : [];
     const allowed = VISIBILITIES.filter((v) =>
       (v !== "PUBLIC" || !state.profile?.disallowPublicVisibility || memo?.visibility === "PUBLIC") &&
       (v !== "SPACE" || spaces.length));
-    const current = visSelect.value || wanted;
+    const current = chosen ? visSelect.value : wanted;
     visSelect.replaceChildren(...allowed.map((v) => h("option", { value: v }, t(`vis_${v}`))));
     visSelect.value = allowed.includes(current) ? current : allowed.includes(wanted) ? wanted : "PRIVATE";
-    const space = spaceSelect.options.length ? spaceSelect.value : wantedSpace;
+    const space = chosen ? spaceSelect.value : wantedSpace;
     spaceSelect.replaceChildren(h("option", { value: "" }, t("noSpace")),
       ...spaces.map((s) => h("option", { value: s.name }, s.title || s.name)));
     spaceSelect.value = spaces.some((s) => s.name === space) ? space : "";
@@ -76,11 +77,13 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   // the memo out of every space makes a Space memo Private (never wider).
   const syncSpace = () => { pathInput.hidden = !spaceSelect.value; };
   spaceSelect.addEventListener("change", () => {
+    chosen = true;
     pathInput.setSpace(spaceSelect.value);
     if (!spaceSelect.value && visSelect.value === "SPACE") visSelect.value = "PRIVATE";
     syncSpace();
   });
   visSelect.addEventListener("change", () => {
+    chosen = true;
     if (visSelect.value === "SPACE" && !spaceSelect.value && spaceSelect.options.length > 1) {
       spaceSelect.selectedIndex = 1;
       pathInput.setSpace(spaceSelect.value);
@@ -189,6 +192,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
       }
       if (!editing) {
         dateInput.value = "";
+        chosen = false;
         visSelect.value = wanted; // the default every time, never the last choice (defect 3)
         spaceSelect.value = [...spaceSelect.options].some((o) => o.value === wantedSpace) ? wantedSpace : "";
         pathInput.setSpace(spaceSelect.value);
