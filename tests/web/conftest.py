@@ -160,3 +160,51 @@ def new_page(browser: Any, server: Server) -> Iterator[Any]:
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+@pytest.fixture(scope="module")
+def _kept_pages(browser: Any, server: Server) -> Iterator[dict[str, Any]]:
+    pages: dict[str, Any] = {}
+    yield pages
+    for page in pages.values():
+        page.context.close()
+
+
+@pytest.fixture
+def signed_in(browser: Any, server: Server, _kept_pages: dict[str, Any]) -> Any:
+    """``signed_in(user)``: that user's page, signed in once per module.
+
+    Most tests of a module act as the same user; a context and a sign-in each
+    was a large part of the web tests' time. Each call starts the page afresh
+    on Home (a full load, desktop viewport, light scheme, no JS errors
+    recorded yet), so a test sees the server's current state, not the last
+    test's screen. Tests that need a fresh browser state use ``new_page``.
+    """
+    from tests.web.pages import EDITOR, ensure_admin, sign_in
+
+    def get(user: str) -> Any:
+        page = _kept_pages.get(user)
+        if page is None:
+            ensure_admin(server)
+            ctx = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+            ctx.set_default_timeout(10_000)
+            page = ctx.new_page()
+            errors: list[str] = []
+            console: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+            page.js_errors = errors
+            page.console_errors = console
+            sign_in(page, user)
+            _kept_pages[user] = page
+            return page
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.emulate_media(color_scheme="light")
+        page.goto("about:blank")
+        page.js_errors.clear()  # from here on, this test's errors only
+        page.console_errors.clear()
+        page.goto("/")
+        page.get_by_label(EDITOR).wait_for()
+        return page
+
+    return get

@@ -21,12 +21,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 PHONE = {"width": 390, "height": 844}
 
 
-def _console_errors(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    return errors
-
-
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.evaluate(
@@ -41,7 +35,7 @@ def _ensure_user(server: Server, user: str) -> None:
         server.create_user("alice", user)
 
 
-def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> None:
+def test_memo_page_history_links_and_shares(new_page: Any, signed_in: Any, server: Server) -> None:
     """A memo's time opens its page: comments, backlinks, history with a diff, share links."""
     ensure_admin(server)
     target = server.api("alice", "POST", "/memos", json={"content": "Seed order for spring"})
@@ -61,8 +55,7 @@ def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> No
     )
     uid = target["name"].split("/")[1]
 
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     card(page, "Seed order for spring").locator("a.memo-time").click()
     expect(page).to_have_url(re.compile(rf"#/m/{uid}$"))
     expect(page.locator("article.memo-card")).to_have_count(1)
@@ -123,12 +116,13 @@ def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> No
     assert page.js_errors == []
 
 
-def test_timeline_share_asks_before_sharing_private(new_page: Any, server: Server) -> None:
+def test_timeline_share_asks_before_sharing_private(
+    new_page: Any, signed_in: Any, server: Server
+) -> None:
     """ "Copy share link" on a Private memo asks first; cancelling makes no link."""
     ensure_admin(server)
     memo = server.api("alice", "POST", "/memos", json={"content": "Door code is in the drawer"})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     c = card(page, "Door code is in the drawer")
     c.get_by_label("Actions").click()
     c.get_by_role("menuitem", name="Copy share link").click()
@@ -152,11 +146,10 @@ def _patch_of(field: str) -> Any:
     return matches
 
 
-def test_admin_screen(new_page: Any, server: Server) -> None:
+def test_admin_screen(new_page: Any, signed_in: Any, server: Server) -> None:
     """List, create, change role, archive; the registration switch."""
     ensure_admin(server)
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     page.locator(".sidebar").get_by_role("link", name="Users").click()
     expect(page.get_by_role("heading", name="Users", level=1)).to_be_visible()
     expect(page.locator(".user-row", has_text="alice")).to_contain_text("(you)")
@@ -223,15 +216,14 @@ def test_admin_screen(new_page: Any, server: Server) -> None:
     assert page.js_errors == [] and bob.js_errors == []
 
 
-def test_space_workflow(new_page: Any, server: Server) -> None:
+def test_space_workflow(new_page: Any, signed_in: Any, server: Server) -> None:
     """Create, invite, accept, grant from the tree, tick a shared task; an outsider sees nothing."""
     ensure_admin(server)
     for user in ("bob", "carol"):
         _ensure_user(server, user)
 
-    alice = new_page()
-    alice_console = _console_errors(alice)
-    sign_in(alice, "alice")
+    alice = signed_in("alice")
+    alice_console = alice.console_errors  # from the page's load on
     sidebar = alice.locator(".sidebar")
     sidebar.get_by_role("button", name="New space").click()
     alice.get_by_label("Title").fill("Garden club")
@@ -403,12 +395,11 @@ def test_wrong_password_says_so_and_keeps_the_username(new_page: Any, server: Se
     assert page.js_errors == []
 
 
-def test_archive_has_undo(new_page: Any, server: Server) -> None:
+def test_archive_has_undo(new_page: Any, signed_in: Any, server: Server) -> None:
     """Archiving offers Undo; Undo puts the memo back in the timeline and on the server."""
     ensure_admin(server)
     memo = server.api("alice", "POST", "/memos", json={"content": "Return the library books"})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     # The heatmap has month and weekday labels and a legend.
     side = page.locator(".sidebar")
     expect(side.locator(".heat-month").filter(has_text=re.compile(r"[A-Za-z]"))).not_to_have_count(
