@@ -152,7 +152,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     data = pathlib.Path(tempfile.mkdtemp(prefix="daybook-bench-web-"))
-    proc, url = start_server(data)
+    proc, url = start_server(data, ready_within=300)  # a shared, loaded machine starts slowly
     try:
         seed(url, args.memos)
         with sync_playwright() as pw:

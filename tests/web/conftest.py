@@ -76,7 +76,9 @@ class Server:
         self.sign_in(user)
 
 
-def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    data_dir: pathlib.Path, ready_within: float = 60
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {
         **os.environ,
@@ -94,7 +96,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     log.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log_path.read_bytes().decode(errors="replace")[-2000:]
@@ -106,7 +108,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
             pass
         time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("daybook serve did not become ready in 60 s")
+    raise RuntimeError(f"daybook serve did not become ready in {ready_within:.0f} s")
 
 
 @pytest.fixture(scope="module")

@@ -123,6 +123,10 @@ def test_screenshots(new_page: Any, seeded: dict[str, str]) -> None:
         if viewport is not DESKTOP:
             page.set_viewport_size(viewport)
             page.reload()  # the composer picks its phone wording when it is drawn
+        # Drawn again once the spaces are known (space memos get their controls):
+        # wait for that, then for the cards of the final timeline.
+        expect(page.locator(".sidebar").get_by_role("link", name="Garden club")).to_be_attached()
+        expect(page.locator(".feed[aria-busy=false]")).to_have_count(1)
         expect(card(page, "Reading list for the trip")).to_be_visible()
         expect(page.locator(".sidebar .tag-link").first).to_be_attached()
         for scheme in ("light", "dark"):
