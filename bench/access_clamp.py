@@ -148,10 +148,7 @@ async def place_in_spaces(engine: AsyncEngine, user_id: int) -> dict[str, int]:
             .values(visibility="SPACE", space_id=memo.c.id % SPACES + 1, tree=tree)
         )
     async with engine.connect() as conn:
-        if engine.dialect.name == "postgresql":
-            await conn.execute(sa.text("ANALYZE"))
-        else:
-            await conn.exec_driver_sql("ANALYZE")
+        # No ANALYZE here: the product never runs one after such a change (issue 15).
         visible = {}
         for label, caller in callers(user_id).items():
             rows, _ = await list_memos(

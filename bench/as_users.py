@@ -30,7 +30,8 @@ import httpx
 import sqlalchemy as sa
 
 from bench.databases import fresh_database
-from bench.load import PASSWORD, _content, start_server
+from bench.harness import start_server
+from bench.load import PASSWORD, _content
 from bench.timing import percentile
 
 FILTERS = {
@@ -151,7 +152,7 @@ async def measure(base: str, holder: str, key: str, args: argparse.Namespace) ->
                 samples[name].append((time.perf_counter() - start) * 1000)
                 r.raise_for_status()
     base_p95 = percentile(sorted(samples["list p1"]), 95)
-    print(f"\nlatency, {args.rounds} sequential requests per case, interleaved:")
+    print(f"\nlatency, {args.rounds} sequential requests per case, interleaved ({uptime()}):")
     print(f"{'case':<18}{'p50 ms':>9}{'p95 ms':>9}{'p95 / list p1':>15}")
     for name, values in samples.items():
         ordered = sorted(values)
@@ -167,7 +168,7 @@ async def measure(base: str, holder: str, key: str, args: argparse.Namespace) ->
     print(
         f"\nthroughput, {args.clients} clients, {args.seconds:.0f} s x 2 each, alternating:"
         f" /healthz {health:.0f} req/s, list p1 {listing:.0f} req/s"
-        f" ({100 * listing / health:.1f}% of /healthz)"
+        f" ({100 * listing / health:.1f}% of /healthz); {uptime()}"
     )
 
 

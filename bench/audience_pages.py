@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import shutil
@@ -53,12 +52,10 @@ from app.access.caller import Caller, Credential
 from app.auth.secrets import SESSION_PREFIX, digest, new_secret
 from app.db.engine import create_engine
 from app.db.schema import auth_session, memo, space, space_grant, space_member
-from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
-from app.server import create_app
-from app.settings import Settings
 from bench.corpus import DAY, CorpusSpec, SeedReport
 from bench.databases import BenchDatabase, fresh_database
+from bench.harness import bench_settings, in_process
 from bench.list_memos import http_call, seed
 from bench.timing import Stats, fmt_ms, markdown_table, measure, step
 
@@ -197,13 +194,7 @@ async def arrange(engine: AsyncEngine, narrow: int, wide: int, now: int) -> dict
                 ),
             )
         )
-    if engine.dialect.name == "postgresql":
-        async with engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.execute(sa.text("VACUUM ANALYZE"))
-    else:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql("ANALYZE")
+    # No ANALYZE here: the product never runs one after such a change (issue 15).
     arrange_s = time.perf_counter() - started
     step(f"arranged audiences in {arrange_s:.1f}s")
     return {"arrange_s": round(arrange_s, 2), "wide_token": wide_token}
@@ -332,17 +323,9 @@ async def measure_all(
         ]
         counts = await visible_counts(engine, audiences)
         step(f"visible: {counts}")
-        settings = Settings(
-            data_dir=workdir / "data",
-            database_url=db.url,
-            migrate_on_start=False,
-            secret=SECRET,
-            log_format="json",
-        )
-        app = create_app(settings)
-        configure_logging("json", logging.WARNING)
+        settings = bench_settings(db.url, workdir / "data", migrate_on_start=False, secret=SECRET)
         n, w = opts.requests, opts.warmup
-        async with AsyncTestClient(app=app, timeout=600) as client:
+        async with in_process(settings, client_timeout=600, quiet=True) as client:
             for a in audiences:
                 token, page_no = await walk(client, a, opts.deep)
                 shapes = {"first page": "", f"page {page_no}": token}

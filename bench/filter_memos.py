@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import shutil
@@ -64,13 +63,11 @@ from app.filter import compile_filter, compile_memo_filter, memo_filter_needles
 from app.filter.probe import dense_needles
 from app.filter.render import like_escape
 from app.filter.selectivity import Needle, TrigramNeedle
-from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
 from app.memos.query_filter import memo_filter_clause
-from app.server import create_app
-from app.settings import Settings
 from bench.corpus import WORDS, CorpusSpec, SeedReport, tag_pool
 from bench.databases import BenchDatabase, fresh_database, migrate, server_version
+from bench.harness import bench_settings, in_process
 from bench.list_memos import seed
 from bench.timing import Progress, Stats, markdown_table, measure, ratio, step
 
@@ -178,9 +175,7 @@ async def plant_rare_word(engine: AsyncEngine) -> int:
         count = (
             await conn.execute(sa.select(sa.func.count()).select_from(memo).where(planted))
         ).scalar_one()
-    async with engine.connect() as conn:
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.execute(sa.text("ANALYZE memo"))
+    # No ANALYZE memo: the product never runs one after such a change (issue 15).
     return int(count)
 
 
@@ -502,18 +497,10 @@ async def measure_all(
         session_id=1,
     )
     headers = {"Authorization": f"Bearer {report.token}"}
-    settings = Settings(
-        data_dir=workdir / "data",
-        database_url=db.url,
-        migrate_on_start=False,
-        secret=SECRET,
-        log_format="json",
-    )
-    app_ = create_app(settings)
-    configure_logging("json", logging.WARNING)  # no per-request log lines
+    settings = bench_settings(db.url, workdir / "data", migrate_on_start=False, secret=SECRET)
     results: dict[str, Any] = {}
     try:
-        async with AsyncTestClient(app=app_, timeout=600) as client:
+        async with in_process(settings, client_timeout=600, quiet=True) as client:
             for shape in SHAPES:
                 results[shape.name] = await measure_shape(
                     engine, client, headers, caller, shape, opts

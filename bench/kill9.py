@@ -35,7 +35,8 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from bench.databases import fresh_database
-from bench.load import PASSWORD, start_server, stop_server
+from bench.harness import start_server, stop_server
+from bench.load import PASSWORD
 
 TAG = re.compile(r"#(\w+)")
 

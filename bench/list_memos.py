@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import random
@@ -46,12 +45,11 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
 from app.db.schema import memo
-from app.logs import configure_logging
 from app.memos.listing import ListQuery, list_memos
-from app.server import create_app
-from app.settings import Settings
-from bench.corpus import CorpusSpec, SeedReport, markdown, seed_postgresql, seed_sqlite, tag_pool
+from bench.corpus import CorpusSpec, SeedReport, markdown, tag_pool
+from bench.corpus import seed as corpus_seed
 from bench.databases import BenchDatabase, fresh_database
+from bench.harness import bench_settings, in_process
 from bench.timing import Stats, fmt_ms, markdown_table, measure, ratio, step
 
 PAGE_SIZE = 50
@@ -249,10 +247,8 @@ async def measure_creates(client: AsyncTestClient[Any], headers: dict[str, str],
 
 
 async def seed(db: BenchDatabase, spec: CorpusSpec) -> SeedReport:
-    if db.dialect == "sqlite":
-        assert db.sqlite_path is not None
-        return await asyncio.to_thread(seed_sqlite, str(db.sqlite_path), spec)
-    return await seed_postgresql(db.url, spec)
+    """The corpus through the product's batch path (``bench.corpus.seed``)."""
+    return await corpus_seed(db.url, spec)
 
 
 async def run(opts: Options) -> dict[str, Any]:
@@ -282,18 +278,10 @@ async def measure_all(
         session_id=1,
     )
     headers = {"Authorization": f"Bearer {report.token}"}
-    settings = Settings(
-        data_dir=workdir / "data",
-        database_url=db.url,
-        migrate_on_start=False,
-        secret=SECRET,
-        log_format="json",
-    )
-    app = create_app(settings)
-    configure_logging("json", logging.WARNING)  # no per-request log lines
+    settings = bench_settings(db.url, workdir / "data", migrate_on_start=False, secret=SECRET)
     results: dict[str, Any] = {}
     try:
-        async with AsyncTestClient(app=app, timeout=600) as client:
+        async with in_process(settings, client_timeout=600, quiet=True) as client:
             shapes = [
                 Shape("first page", 0, None),
                 Shape(
@@ -450,8 +438,7 @@ def render(doc: dict[str, Any]) -> str:
     footer = (
         f"Create (`POST /api/v1/memos`, sequential): {create.per_second:,.0f} memos/s, "
         f"p50 / p95 {create.cell()} (n = {create.n}).  \n"
-        f"Seeding: {seeding['total_s']:.0f} s (load {seeding['load_s']:.0f} s, indexes "
-        f"{seeding['index_s']:.0f} s, analyze {seeding['analyze_s']:.0f} s); "
+        f"Seeding: {seeding['total_s']:.0f} s through memos:batchCreate, no ANALYZE; "
         f"SQL columns exclude HTTP; HTTP includes auth, the list query and `present`."
     )
     return f"{title}\n\n{markdown_table(headers, rows)}\n\n{footer}"

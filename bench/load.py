@@ -20,7 +20,6 @@ import contextlib
 import os
 import pathlib
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,8 +29,8 @@ from typing import Any
 import httpx
 
 from bench.databases import fresh_database
+from bench.harness import start_server, stop_server
 from bench.timing import percentile
-from tests.support import free_port
 
 PASSWORD = "password-1"
 MIX = {
@@ -66,58 +65,6 @@ def _children(pid: int) -> list[int]:
         return []
     kids = [int(x) for x in out]
     return kids + [g for k in kids for g in _children(k)]
-
-
-def start_server(
-    url: str, data: pathlib.Path, workers: int = 1, ready_s: float = 90
-) -> tuple[subprocess.Popen[bytes], str]:
-    """``daybook serve`` in a session of its own (kill the group: it may have workers)."""
-    port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("DAYBOOK_") or k == "DAYBOOK_TURN_STATS"
-    }
-    # Rate limits off: one client address drives every simulated user (decision 0029).
-    env.update(
-        DAYBOOK_EMBED_WORKER="0",
-        DAYBOOK_LOG_FORMAT="json",
-        DAYBOOK_WORKERS="1",
-        DAYBOOK_RATE_LIMITS="0",
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data",
-            str(data),
-            "--database-url",
-            url,
-            # Only when asked: the code of an older commit (a baseline) has no --workers.
-            *(["--workers", str(workers)] if workers != 1 else []),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_s
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit("serve exited")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit("serve never became ready")
-        time.sleep(0.2)
 
 
 def _content(rng: random.Random, i: int) -> str:
@@ -276,18 +223,6 @@ async def oversized_bodies(base: str, token: str, n: int) -> dict[int, int]:
             except httpx.HTTPError:
                 statuses[0] += 1  # the server may close the connection mid-body
     return dict(statuses)
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    import signal
-
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 async def run(args: argparse.Namespace) -> int:

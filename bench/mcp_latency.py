@@ -20,10 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -35,8 +31,8 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from bench.harness import start_server, stop_server
 from bench.timing import percentile
-from tests.support import free_port
 
 RESULTS = Path(__file__).parent / "results" / "mcp_latency.json"
 WORDS = [
@@ -51,30 +47,6 @@ WORDS = [
     "backup",
     "release",
 ]
-
-
-def _start(data: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DAYBOOK_LOG_FORMAT": "json",
-        "DAYBOOK_EMBEDDING_MODEL": "hash",
-        "DAYBOOK_EMBED_WORKER": "0",
-        "DAYBOOK_RATE_LIMITS": "0",  # one client address drives every test (decision 0029)
-    }
-    args = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--data", str(data)]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not become ready")
 
 
 async def _seed(http: httpx.AsyncClient, memos: int) -> dict[str, str]:
@@ -118,7 +90,9 @@ def _summary(samples: list[float]) -> dict[str, float]:
 
 async def run(requests: int, warmup: int, memos: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="daybook-mcp-bench-") as tmp:
-        proc, base = _start(Path(tmp) / "data")
+        proc, base = start_server(
+            None, Path(tmp) / "data", ready_s=60, env={"DAYBOOK_EMBEDDING_MODEL": "hash"}
+        )
         try:
             async with httpx.AsyncClient(base_url=base, timeout=30) as http:
                 auth = await _seed(http, memos)
@@ -159,8 +133,7 @@ async def run(requests: int, warmup: int, memos: int) -> dict[str, Any]:
                                 sink = series.setdefault(f"{tool} {kind}", [])
                                 await _timed(fn, sink if i >= warmup else [])
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+            stop_server(proc)
     table = {name: _summary(samples) for name, samples in series.items()}
     report: dict[str, Any] = {
         "memos": memos,

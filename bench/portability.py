@@ -10,7 +10,9 @@ tenth of it; ``--sizes`` overrides):
    (``tests/portability/memos_ddl/sqlite-0.26.sql``): one user, N memos of
    50-600 characters of Markdown (``bench.corpus``), 3% comments, 2% with a
    reference, A attachments of 4-64 KiB stored as database blobs.
-2. ``import-memos-db``: carries it into a fresh, migrated Daybook database.
+2. ``import-memos-db --dry-run`` (counts only, rolled back: the database stays
+   empty), then ``import-memos-db``: carries it into a fresh, migrated Daybook
+   database, then again (idempotent: nothing changes).
 3. Export: streams that user's archive to a file.
 4. Import: imports the archive into a second fresh Daybook database.
 
@@ -204,8 +206,13 @@ def run_cli(argv: list[str]) -> dict[str, Any]:
             "last": frames[-1][1] if frames else None,
             "bars": labels,
         },
-        "summary": [ln for ln in lines if "%" not in ln][-80:],
+        # The report's head (the counts) and tail; a long problem list in between is cut.
+        "summary": _head_and_tail([ln for ln in lines if "%" not in ln], 40, 20),
     }
+
+
+def _head_and_tail(lines: list[str], head: int, tail: int) -> list[str]:
+    return lines if len(lines) <= head + tail else [*lines[:head], "...", *lines[-tail:]]
 
 
 def carried(summary: list[str]) -> dict[str, int]:
@@ -264,71 +271,116 @@ def _db(url: str, data: pathlib.Path) -> list[str]:
     return ["--database-url", url, "--data", str(data)]
 
 
+ALL_STEPS = ("dry-run", "carry", "again", "export", "import")
+
+
 async def one_size(
     dialect: str,
     memos: int,
     attachments: int,
     workdir: pathlib.Path,
     sink: Callable[[dict[str, Any]], None] = lambda r: None,
+    steps: tuple[str, ...] = ALL_STEPS,
+    source: pathlib.Path | None = None,
+    archive_in: pathlib.Path | None = None,
 ) -> dict[str, Any]:
-    """The four steps at one size; ``sink`` gets the result so far after each one
-    (so an interrupted long run keeps what it measured)."""
-    out: dict[str, Any] = {"memos": memos, "attachments": attachments}
-    step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} attachments")
-    source = workdir / "memos.db"
-    build_memos_db(source, memos, attachments)
+    """The steps at one size; ``sink`` gets the result so far after each one
+    (so an interrupted long run keeps what it measured). ``source``: a Memos
+    database already built by :func:`build_memos_db` (``--memos-db``)."""
+    out: dict[str, Any] = {"memos": memos, "attachments": attachments, "steps": list(steps)}
+    if source is None and archive_in is None:
+        step(f"{dialect}: building a Memos 0.26 database of {memos} memos, {attachments} files")
+        source = workdir / "memos.db"
+        build_memos_db(source, memos, attachments)
     async with fresh_database(dialect, workdir) as db:
         data, target_data = workdir / "data", workdir / "target-data"
+        if archive_in is not None:  # only the import, of an archive another run exported
+            out["archive_bytes"] = os.stat(archive_in).st_size
+            await _import_step(db, workdir, archive_in, target_data, out, sink)
+            return out
+        if "dry-run" in steps:
+            step("daybook import-memos-db --dry-run")
+            dry = run_cli(["import-memos-db", *_db(db.url, data), "--dry-run", str(source)])
+            dry["carried"] = carried(dry["summary"])
+            dry["wrote_nothing"] = await _count(db.url, "SELECT count(*) FROM memo") == 0
+            out["import_memos_db_dry_run"] = dry
+            sink(out)
+            step(f"  {dry['seconds']:.1f}s, {dry['rss_mb']:.0f} MB")
+        if not {"carry", "again", "export", "import"} & set(steps):
+            return out
         step("daybook import-memos-db")
         first = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
         first["carried"] = carried(first["summary"])
         out["import_memos_db"] = first
         sink(out)
-        step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB; again (idempotent)")
-        memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
-        events = await _count(db.url, "SELECT count(*) FROM memo_event")
-        again = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
-        again["carried"] = carried(again["summary"])
-        again["unchanged"] = (
-            await _count(db.url, "SELECT count(*) FROM memo") == memo_rows
-            and await _count(db.url, "SELECT count(*) FROM memo_event") == events
-            and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
-        )
-        out["import_memos_db_again"] = again
-        sink(out)
+        step(f"  {first['seconds']:.1f}s, {first['rss_mb']:.0f} MB")
+        if "again" in steps:
+            memo_rows = await _count(db.url, "SELECT count(*) FROM memo")
+            events = await _count(db.url, "SELECT count(*) FROM memo_event")
+            again = run_cli(["import-memos-db", *_db(db.url, data), str(source)])
+            again["carried"] = carried(again["summary"])
+            again["unchanged"] = (
+                await _count(db.url, "SELECT count(*) FROM memo") == memo_rows
+                and await _count(db.url, "SELECT count(*) FROM memo_event") == events
+                and not any(v for k, v in again["carried"].items() if not k.endswith("_existing"))
+            )
+            out["import_memos_db_again"] = again
+            sink(out)
+            step(f"  again: {again['seconds']:.1f}s, unchanged: {again['unchanged']}")
+        if not {"export", "import"} & set(steps):
+            return out
         archive = workdir / "archive.zip"
-        step(f"  {again['seconds']:.1f}s, unchanged: {again['unchanged']}; daybook export")
+        step("daybook export")
         exported = run_cli(["export", *_db(db.url, data), "--user", "steven", "-o", str(archive)])
         exported["archive_bytes"] = archive.stat().st_size
         out["export"] = exported
+        out["archive_bytes"] = exported["archive_bytes"]
         sink(out)
-        target = await _second_database(db, workdir)
-        step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB; daybook import")
-        imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
-        imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
-        step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
-        out["import"] = imported
-        sink(out)
+        step(f"  {exported['seconds']:.1f}s, {exported['rss_mb']:.0f} MB")
+        if "import" in steps:
+            await _import_step(db, workdir, archive, target_data, out, sink)
     return out
 
 
-STEPS = ("import_memos_db", "import_memos_db_again", "export", "import")
+async def _import_step(
+    db: BenchDatabase,
+    workdir: pathlib.Path,
+    archive: pathlib.Path,
+    target_data: pathlib.Path,
+    out: dict[str, Any],
+    sink: Callable[[dict[str, Any]], None],
+) -> None:
+    target = await _second_database(db, workdir)
+    step("daybook import")
+    imported = run_cli(["import", *_db(target, target_data), "--user", "steven", str(archive)])
+    imported["memos_after"] = await _count(target, "SELECT count(*) FROM memo")
+    step(f"  {imported['seconds']:.1f}s, {imported['rss_mb']:.0f} MB")
+    out["import"] = imported
+    sink(out)
+
+
+STEPS = ("import_memos_db_dry_run", "import_memos_db", "import_memos_db_again", "export", "import")
 
 
 def table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
         for name in STEPS:
+            if name not in r:
+                continue
             p = r[name]
             bar = p["progress"]
             rows.append(
                 [
                     f"{r['memos']:,}",
-                    name.replace("_", "-").replace("-again", " (again)"),
+                    name.replace("_", "-")
+                    .replace("-again", " (again)")
+                    .replace("-dry-run", " --dry-run"),
                     f"{p['seconds']:.1f}",
+                    f"{p['cpu_s']:.1f}",
                     f"{r['memos'] / p['seconds']:,.0f}",
                     f"{p['rss_mb']:.0f}",
-                    f"{r['export']['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
+                    f"{r['archive_bytes'] / 1e6:.1f}" if name == "export" else "",
                     f"{bar['frames']}: {bar['at_25']}/{bar['at_50']}/{bar['at_75']}/{bar['last']}%",
                 ]
             )
@@ -337,6 +389,7 @@ def table(results: list[dict[str, Any]]) -> str:
             "memos",
             "step",
             "seconds",
+            "CPU s",
             "memos/s",
             "peak RSS MB",
             "archive MB",
@@ -355,26 +408,66 @@ def main() -> None:
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--sizes", type=str, default="", help="comma-separated memo counts")
     parser.add_argument("--workdir", default=None, help="where the databases go (default: /tmp)")
+    parser.add_argument(
+        "--steps",
+        default=",".join(ALL_STEPS),
+        help=f"which steps, comma-separated, of {','.join(ALL_STEPS)} (export and import"
+        " need the carry, which they run)",
+    )
+    parser.add_argument(
+        "--memos-db", default=None, help="a Memos database built by --build-only (one size)"
+    )
+    parser.add_argument(
+        "--build-only", default=None, help="only build the Memos database of --memos to this path"
+    )
+    parser.add_argument("--tag", default="", help="suffix of the results file")
+    parser.add_argument(
+        "--archive", default=None, help="only import this archive (another run's export)"
+    )
     args = parser.parse_args()
+    if args.build_only:
+        step(f"building a Memos 0.26 database of {args.memos} memos, {args.attachments} files")
+        build_memos_db(pathlib.Path(args.build_only), args.memos, args.attachments)
+        return
+    steps = tuple(s for s in args.steps.split(",") if s)
+    if unknown := set(steps) - set(ALL_STEPS):
+        parser.error(f"unknown steps: {sorted(unknown)}")
     sizes = (
         [int(s) for s in args.sizes.split(",")] if args.sizes else [args.memos // 10, args.memos]
     )
     results: list[dict[str, Any]] = []
     load: dict[str, Any] = {"start": os.getloadavg()}
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}.json"
+    out = RESULTS / f"portability-{args.dialect}-{sizes[-1]}{args.tag}.json"
 
     def save(partial: dict[str, Any] | None = None) -> None:
         load["now"] = os.getloadavg()
         done = results + ([partial] if partial is not None else [])
-        report = {"dialect": args.dialect, "load": load, "cpus": os.cpu_count(), "results": done}
+        report = {
+            "dialect": args.dialect,
+            "argv": sys.argv[1:],
+            "load": load,
+            "cpus": os.cpu_count(),
+            "results": done,
+        }
         out.write_text(json.dumps(report, indent=2))
 
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="daybook-bench-port-", dir=args.workdir) as tmp:
             attachments = max(1, args.attachments * n // args.memos)
             results.append(
-                asyncio.run(one_size(args.dialect, n, attachments, pathlib.Path(tmp), save))
+                asyncio.run(
+                    one_size(
+                        args.dialect,
+                        n,
+                        attachments,
+                        pathlib.Path(tmp),
+                        save,
+                        steps,
+                        pathlib.Path(args.memos_db) if args.memos_db else None,
+                        pathlib.Path(args.archive) if args.archive else None,
+                    )
+                )
             )
     save()
     print(table(results))

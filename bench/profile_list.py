@@ -103,7 +103,39 @@ async def run(args: argparse.Namespace) -> None:
         print(f"  {1000 * sum(values) / n:7.2f}  x{len(values) / n:.0f}  {key}")
     total_sql = sum(sum(v) for v in spent.values()) / n
     print(f"  {1000 * total_sql:7.2f}  total SQL; wall mean {1000 * sum(walls) / n:.1f} ms")
-    pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+    stats = pstats.Stats(profile)
+    print("by frame, cumulative ms per request (the app's thread):")
+    for label, ms in frames(stats, n):
+        print(f"  {ms:7.2f}  {label}")
+    stats.sort_stats("tottime").print_stats(25)
+
+
+# Frames worth following per request: (label, file suffix, function name).
+FRAMES = (
+    ("SQLAlchemy cache key (_generate_cache_key)", "sql/cache_key.py", "_generate_cache_key"),
+    ("SQLAlchemy compile (first use of a shape)", "sql/compiler.py", "__init__"),
+    ("AsyncConnection.execute (all statements)", "ext/asyncio/engine.py", "execute"),
+    ("caller (resolve_bearer)", "app/auth/middleware.py", "resolve_bearer"),
+    ("page (listing.list_memos)", "app/memos/listing.py", "list_memos"),
+    ("page statement (_page_statement)", "app/memos/listing.py", "_page_statement"),
+    ("present (whole)", "app/memos/present.py", "present"),
+    ("related statement built (related_statement)", "app/memos/present.py", "related_statement"),
+    ("response encoding (encode_json)", "litestar/serialization/msgspec_hooks.py", "encode_json"),
+)
+
+
+def frames(stats: pstats.Stats, n: int) -> list[tuple[str, float]]:
+    """Cumulative time per request of the frames above (0 when never called)."""
+    table: Any = stats.stats  # type: ignore[attr-defined]
+    out = []
+    for label, suffix, name in FRAMES:
+        total = sum(
+            row[3]
+            for (path, _line, func), row in table.items()
+            if func == name and path.endswith(suffix)
+        )
+        out.append((label, 1000 * total / n))
+    return out
 
 
 def main() -> None:

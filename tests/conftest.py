@@ -26,7 +26,7 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
-from tests.support import start_embedded_postgres
+from tests.support import make_settings, start_embedded_postgres
 
 DIALECTS = ("sqlite", "postgresql")
 # Servers the tests spawn stay one process (``serve``'s default is one worker
@@ -112,13 +112,7 @@ async def database_url(
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    return make_settings(database_url, tmp_path)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Helpers shared by tests/ and bench/: keys, the PUBLIC switch, free ports, embedded PostgreSQL.
+"""Helpers shared by tests/ and bench/: settings, keys, the PUBLIC switch, free ports, PostgreSQL.
 
 One definition of each, so a change to how a key is minted or a server is
 started happens once. Fixtures stay in the ``conftest.py`` files (pytest
@@ -14,16 +14,36 @@ import socket
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from app.settings import Settings
+
 if TYPE_CHECKING:
     from tests.conftest import Actor
 
 __all__ = [
     "free_port",
     "make_public",
+    "make_settings",
     "mint_key",
     "restricted_key",
     "start_embedded_postgres",
 ]
+
+
+def make_settings(database_url: str, tmp_path: pathlib.Path, **overrides: Any) -> Settings:
+    """A test instance's settings: cheap password hashing, a fixed secret, JSON logs.
+
+    Files go to ``tmp_path / "data"`` unless ``data_dir`` is overridden; a
+    package that needs more (the hashing embedder, a search floor) passes it
+    as an override instead of restating the rest.
+    """
+    fields: dict[str, Any] = {
+        "data_dir": tmp_path / "data",
+        "database_url": database_url,
+        "password_hasher": "cheap",
+        "secret": "test-secret",
+        "log_format": "json",
+    }
+    return Settings(**(fields | overrides))
 
 
 def free_port() -> int:

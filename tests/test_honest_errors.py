@@ -24,7 +24,7 @@ from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Actor, sign_up
-from tests.support import start_embedded_postgres
+from tests.support import make_settings, start_embedded_postgres
 
 
 async def test_readyz_ready(client: AsyncTestClient[Any]) -> None:
@@ -104,13 +104,7 @@ async def test_postgresql_stopped_is_503_then_recovers(
     engine = create_engine(url)
     await upgrade(engine)
     await engine.dispose()
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    settings = make_settings(url, tmp_path)
     async with AsyncTestClient(app=create_app(settings)) as c:
         alice: Actor = await sign_up(c, "alice")
         await alice.memo("before")
@@ -166,13 +160,7 @@ async def test_disk_full_is_507_not_500(
         pytest.skip("the database file on a small tmpfs")
     disk = request.getfixturevalue("small_disk")
     shutil.copyfile(templates.sqlite_file, disk / "daybook.db")
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{disk / 'daybook.db'}",
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    settings = make_settings(f"sqlite:///{disk / 'daybook.db'}", tmp_path)
     async with AsyncTestClient(app=create_app(settings)) as c:
         alice = await sign_up(c, "alice")
         statuses: list[int] = []

@@ -56,7 +56,7 @@ from app.db.migrate import alembic_config, current_revision, downgrade, upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
-from tests.support import free_port
+from tests.support import free_port, make_settings
 
 _counter = itertools.count()
 SESSION_TOKEN = "migration-test-session-token"  # bearer secret of alice's inserted session
@@ -732,14 +732,7 @@ async def test_latest_downgrade_keeps_memos(
 async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) -> None:
     """The application works on the round-tripped database."""
     await engine.dispose()  # the app opens its own connections
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        migrate_on_start=False,
-    )
+    settings = make_settings(url, tmp_path, migrate_on_start=False)
     auth = {"Authorization": f"Bearer {SESSION_TOKEN}"}
     async with AsyncTestClient(app=create_app(settings)) as client:
         r = await client.get("/readyz")

@@ -68,3 +68,13 @@ def restriction_key(caller: Caller | None) -> Restriction | None:
 def key_caller(user_id: int, restriction: Restriction) -> Caller:
     """The restricted caller that a memoised builder stands for (from ``restriction_key``)."""
     return Caller(user_id, "", "USER", Credential.PAT, restriction=restriction)
+
+
+def reader_of(user_id: int | None, restriction: Restriction | None) -> Caller | None:
+    """The reader a memoised statement stands for, from ``(user id, restriction_key)``:
+    all the read rule looks at (``audience_predicate`` is keyed on these two)."""
+    if user_id is None:
+        return None
+    if restriction is not None:
+        return key_caller(user_id, restriction)
+    return Caller(user_id, "", "USER", Credential.SESSION)

@@ -6,6 +6,10 @@ handler declares one parameter and hands the services what they need from
 it. The transaction is still the one ``app.deps.provide_db`` owns: the
 context holds that connection, it never opens or commits one.
 
+``ctx.write`` is the ``WriteContext`` the memo services take (the signed-in
+caller, the instance's access settings, the request's clock), so no handler
+builds one by hand.
+
 ``writable_key`` is the guard for mutating routes: a restricted key whose
 restriction does not allow writes is refused before the handler runs, with
 the same 403 the services used to raise one by one.
@@ -27,7 +31,16 @@ from app.errors import PermissionDenied, Unauthenticated
 from app.instance.store import AccessSettings
 from app.settings import Settings
 
-__all__ = ["RequestContext", "provide_request_context", "writable_key"]
+__all__ = ["RequestContext", "WriteContext", "provide_request_context", "writable_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    """Who writes, under which instance settings, at what time: what a memo write needs."""
+
+    caller: Caller
+    access: AccessSettings
+    now: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +63,10 @@ class RequestContext:
         if self.caller is None:
             raise Unauthenticated("authentication required")
         return self.caller
+
+    @property
+    def write(self) -> WriteContext:
+        return WriteContext(self.user, self.access, self.now)
 
 
 def provide_request_context(

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.bounds import Name, Title, Url
-from app.api.context import writable_key
+from app.api.context import RequestContext, writable_key
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
@@ -189,41 +189,34 @@ class AttachmentController(Controller):
     )
     async def list_attachments(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
+        ctx: RequestContext,
         page_size: PageSize = None,
         page_token: PageToken = None,
         filter: FilterText = None,
     ) -> ListAttachmentsResponse:
-        clause = attachment_filter_clause(filter, now=now, dialect_name=db.dialect.name)
+        db = ctx.db
+        clause = attachment_filter_clause(filter, now=ctx.now, dialect_name=db.dialect.name)
         rows, token = await list_own(
             db,
-            caller,
-            access.access_mode,
+            ctx.user,
+            ctx.mode,
             filter,
             clause,
             clamp_page_size(page_size),
             page_token or None,
-            settings.secret,
+            ctx.settings.secret,
         )
         return ListAttachmentsResponse(
-            attachments=await present(db, rows, caller, access.access_mode),
+            attachments=await present(db, rows, ctx.user, ctx.mode),
             next_page_token=token,
         )
 
     @get("/{attachment:str}", operation_id="AttachmentService_GetAttachment", responses=errors())
     async def get_attachment(
-        self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        attachment: AttachmentName,
+        self, ctx: RequestContext, attachment: AttachmentName
     ) -> AttachmentRef:
-        row = await load_visible(db, attachment_uid(attachment), caller, access.access_mode)
-        return (await present(db, [row], caller, access.access_mode))[0]
+        row = await load_visible(ctx.db, attachment_uid(attachment), ctx.caller, ctx.mode)
+        return (await present(ctx.db, [row], ctx.caller, ctx.mode))[0]
 
     @delete(
         "/{attachment:str}",
@@ -233,18 +226,13 @@ class AttachmentController(Controller):
         responses=errors(),
     )
     async def delete_attachment(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        attachment: AttachmentName,
+        self, ctx: RequestContext, attachment: AttachmentName
     ) -> Response[dict[str, Any]]:
         uid = attachment_uid(attachment)
-        kind, key = await delete_attachment(db, caller, access.access_mode, uid)
+        kind, key = await delete_attachment(ctx.db, ctx.user, ctx.mode, uid)
         # The bytes go after the response, i.e. after the transaction committed:
         # a rolled-back delete never loses the bytes of a row that still exists.
-        store = storage.store_from_settings(settings)
+        store = storage.store_from_settings(ctx.settings)
         return Response({}, background=BackgroundTask(storage.discard, store, kind, key))
 
     @patch(
@@ -255,9 +243,7 @@ class AttachmentController(Controller):
     )
     async def update_attachment(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
+        ctx: RequestContext,
         attachment: AttachmentName,
         data: UpdateAttachmentBody,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
@@ -274,13 +260,14 @@ class AttachmentController(Controller):
                 "updateMask: an attachment's type is fixed at upload; "
                 "bind it to a memo with SetMemoAttachments"
             )
+        db, caller = ctx.db, ctx.user
         if (not paths or "filename" in paths) and isinstance(data.filename, str):
-            row = await rename_attachment(db, caller, access.access_mode, uid, data.filename)
+            row = await rename_attachment(db, caller, ctx.mode, uid, data.filename)
         elif "filename" in paths:
             raise InvalidArgument("filename: named in updateMask but missing from the body")
         else:
-            row = await load_visible(db, uid, caller, access.access_mode)
-        return (await present(db, [row], caller, access.access_mode))[0]
+            row = await load_visible(db, uid, caller, ctx.mode)
+        return (await present(db, [row], caller, ctx.mode))[0]
 
     @post(
         "/:batchDelete",
@@ -290,17 +277,12 @@ class AttachmentController(Controller):
         responses=errors(),
     )
     async def batch_delete(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        data: BatchDeleteAttachmentsRequest,
+        self, ctx: RequestContext, data: BatchDeleteAttachmentsRequest
     ) -> Response[dict[str, Any]]:
         """All or nothing: one refused name (not found, not the caller's) deletes none."""
         uids = list(dict.fromkeys(attachment_uid(n) for n in data.names))
-        removed = [await delete_attachment(db, caller, access.access_mode, u) for u in uids]
-        store = storage.store_from_settings(settings)
+        removed = [await delete_attachment(ctx.db, ctx.user, ctx.mode, u) for u in uids]
+        store = storage.store_from_settings(ctx.settings)
 
         async def discard_all() -> None:
             for kind, key in removed:
@@ -315,12 +297,12 @@ class MemoAttachmentController(Controller):
 
     @get("", operation_id="MemoService_ListMemoAttachments", responses=errors())
     async def list_memo_attachments(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoName
+        self, ctx: RequestContext, memo: MemoName
     ) -> ListAttachmentsResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        rows = await memo_attachments(db, row)
+        row = await readable_memo(ctx.db, memo, ctx.caller, ctx.mode)
+        rows = await memo_attachments(ctx.db, row)
         return ListAttachmentsResponse(
-            attachments=await present(db, rows, caller, access.access_mode)
+            attachments=await present(ctx.db, rows, ctx.caller, ctx.mode)
         )
 
     @patch(
@@ -330,38 +312,26 @@ class MemoAttachmentController(Controller):
         responses=errors(),
     )
     async def set_memo_attachments(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        memo: MemoName,
-        data: SetMemoAttachmentsRequest,
+        self, ctx: RequestContext, memo: MemoName, data: SetMemoAttachmentsRequest
     ) -> ListAttachmentsResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
+        db, caller = ctx.db, ctx.user
+        row = await readable_memo(db, memo, caller, ctx.mode)
         names = [a.name for a in data.attachments]
-        await set_memo_attachments(db, caller, access.access_mode, row, names)
+        await set_memo_attachments(db, caller, ctx.mode, row, names)
         rows = await memo_attachments(db, row)
-        return ListAttachmentsResponse(
-            attachments=await present(db, rows, caller, access.access_mode)
-        )
+        return ListAttachmentsResponse(attachments=await present(db, rows, caller, ctx.mode))
 
 
-async def _serve(
-    db: AsyncConnection,
-    caller: Caller | None,
-    access: AccessSettings,
-    settings: Settings,
-    uid: str,
-) -> Response[bytes]:
-    row = await load_visible(db, attachment_uid(uid), caller, access.access_mode)
-    data = await storage.read(storage.store_from_settings(settings), row)
+async def _serve(ctx: RequestContext, uid: str) -> Response[bytes]:
+    row = await load_visible(ctx.db, attachment_uid(uid), ctx.caller, ctx.mode)
+    data = await storage.read(storage.store_from_settings(ctx.settings), row)
     if data is None:
         raise NotFound(f"attachment {row.uid!r}: file not found")
     headers = file_headers(
         row.mime_type,
         row.filename,
         row.memo_visibility,
-        access.access_mode.value == "PUBLIC",
+        ctx.mode.value == "PUBLIC",
     )
     # Litestar appends "; charset=utf-8" to any text/* media type itself.
     media_type = headers.pop("Content-Type").split(";", 1)[0]
@@ -380,14 +350,9 @@ class FileController(Controller):
 
     @get("/{uid:str}", operation_id="FileService_GetAttachmentBinaryShort", responses=errors())
     async def get_short(
-        self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
-        uid: Annotated[str, Parameter(max_length=64)],
+        self, ctx: RequestContext, uid: Annotated[str, Parameter(max_length=64)]
     ) -> Response[bytes]:
-        return await _serve(db, caller, access, settings, uid)
+        return await _serve(ctx, uid)
 
     @get(
         "/{uid:str}/{filename:str}",
@@ -396,11 +361,8 @@ class FileController(Controller):
     )
     async def get_named(
         self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
+        ctx: RequestContext,
         uid: Annotated[str, Parameter(max_length=64)],
         filename: Annotated[str, Parameter(max_length=1024)],
     ) -> Response[bytes]:
-        return await _serve(db, caller, access, settings, uid)
+        return await _serve(ctx, uid)

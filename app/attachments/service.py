@@ -25,7 +25,7 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.related import attachment_predicate
 from app.access.writes import may_stage_attachment
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.attachments import storage
 from app.attachments.metadata import clean_filename, mime_type
@@ -231,9 +231,7 @@ async def list_own(
     if filter_clause is not None:
         conditions.append(filter_clause.self_group())
     if page_token:
-        values = decode_token(secret, query_id, page_token)
-        if len(values) != 2 or not all(type(v) is int for v in values):
-            raise InvalidArgument("pageToken: invalid page token")
+        values = decode_int_key(secret, query_id, page_token, 2)
         conditions.append(
             sa.tuple_(*_ORDER)
             < sa.tuple_(*[sa.literal(v, c.type) for c, v in zip(_ORDER, values, strict=True)])
@@ -244,12 +242,9 @@ async def list_own(
         .order_by(*[c.desc() for c in _ORDER])
         .limit(page_size + 1)
     )
-    rows = list((await conn.execute(stmt)).all())
-    token = ""
-    if len(rows) > page_size:
-        rows = rows[:page_size]
-        token = encode_token(secret, query_id, [rows[-1].created_ts, rows[-1].id])
-    return rows, token
+    rows = (await conn.execute(stmt)).all()
+    page = trim_page(rows, page_size, lambda r: [r.created_ts, r.id], secret=secret, query=query_id)
+    return page.rows, page.next_token
 
 
 async def delete_attachment(

@@ -122,25 +122,30 @@ def _stale(now: int) -> sa.ColumnElement[bool]:
     )
 
 
+# Built once, with the credential's digest and the clock as bound parameters:
+# a statement object SQLAlchemy has fingerprinted before costs no cache-key
+# walk on the next request (issue 15).
+_SESSION_ROW = (
+    sa.select(
+        auth_session.c.id,
+        auth_session.c.csrf_token,
+        user_account.c.id.label("user_id"),
+        user_account.c.username,
+        user_account.c.role,
+        access_value().label("access_setting"),
+    )
+    .join(user_account, user_account.c.id == auth_session.c.user_id)
+    .where(
+        auth_session.c.token_hash
+        == sa.bindparam("token_hash", type_=auth_session.c.token_hash.type),
+        auth_session.c.expires_ts > sa.bindparam("now", type_=auth_session.c.expires_ts.type),
+        user_account.c.state == "NORMAL",
+    )
+)
+
+
 async def _session_row(conn: Any, hashed: str, now: int) -> Any:
-    return (
-        await conn.execute(
-            sa.select(
-                auth_session.c.id,
-                auth_session.c.csrf_token,
-                user_account.c.id.label("user_id"),
-                user_account.c.username,
-                user_account.c.role,
-                access_value().label("access_setting"),
-            )
-            .join(user_account, user_account.c.id == auth_session.c.user_id)
-            .where(
-                auth_session.c.token_hash == hashed,
-                auth_session.c.expires_ts > now,
-                user_account.c.state == "NORMAL",
-            )
-        )
-    ).first()
+    return (await conn.execute(_SESSION_ROW, {"token_hash": hashed, "now": now})).first()
 
 
 class AuthMiddleware(AbstractAuthenticationMiddleware):

@@ -9,8 +9,6 @@ comment neither appears nor counts. The COMMENT relation grants nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -18,14 +16,15 @@ from app.access.admission import conditions
 from app.db.schema import memo_relation
 from app.errors import Conflict, InvalidArgument
 from app.memos.listing import ListQuery, admission_of, list_memos
+from app.memos.rows import MemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, create_memo_row
 from app.webhooks.outbox import Activity, emit
 
 
 async def list_comments(
-    conn: AsyncConnection, parent: Any, q: ListQuery, secret: str
-) -> tuple[list[Any], str, int]:
+    conn: AsyncConnection, parent: MemoRow, q: ListQuery, secret: str
+) -> tuple[list[MemoRow], str, int]:
     """One page of ``parent``'s comments readable by ``q.caller``, and their total."""
     rows, token = await list_memos(conn, q, secret)
     admission = admission_of(q.caller, q.mode, q.state, parent.id, q.filter_clause)
@@ -36,8 +35,8 @@ async def list_comments(
 
 
 async def create_comment(
-    conn: AsyncConnection, ctx: WriteContext, parent: Any, data: MemoIn, uid: str | None
-) -> Any:
+    conn: AsyncConnection, ctx: WriteContext, parent: MemoRow, data: MemoIn, uid: str | None
+) -> MemoRow:
     """Create a comment on a readable ``parent``; its visibility defaults to PRIVATE.
 
     Refused on an archived parent (409, as Memos does) and on a comment

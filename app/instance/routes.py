@@ -13,21 +13,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-import sqlalchemy as sa
 from litestar import Controller, get, patch, post
 from litestar.datastructures import State
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import __version__
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.bounds import Enum, Name
+from app.api.context import RequestContext
 from app.api.responses import errors
 from app.api.structs import In, Out, rfc3339
-from app.db.schema import attachment, user_account
 from app.deps import management_plane, requires_user
 from app.errors import InvalidArgument, NotFound, PermissionDenied, Unauthenticated
+from app.instance import service
 from app.instance.store import ACCESS, AccessSettings, replace, save_access
 from app.settings import Settings
 from app.users.schemas import User, user_out
@@ -242,40 +241,19 @@ def apply_update(key: str, value: AccessSettings, data: InstanceSettingIn) -> Ac
     return value
 
 
-async def _first_admin(db: AsyncConnection) -> Any:
-    return (
-        await db.execute(
-            sa.select(user_account)
-            .where(user_account.c.role == "ADMIN", user_account.c.state == "NORMAL")
-            .order_by(user_account.c.id)
-            .limit(1)
-        )
-    ).first()
-
-
-async def _database_bytes(db: AsyncConnection) -> int:
-    if db.dialect.name == "sqlite":
-        pages = (await db.exec_driver_sql("PRAGMA page_count")).scalar_one()
-        size = (await db.exec_driver_sql("PRAGMA page_size")).scalar_one()
-        return int(pages) * int(size)
-    size_of = sa.select(sa.func.pg_database_size(sa.func.current_database()))
-    return int((await db.execute(size_of)).scalar_one())
-
-
 class InstanceController(Controller):
     path = "/api/v1/instance"
     tags = ("InstanceService",)
 
     @get("/profile", operation_id="InstanceService_GetInstanceProfile", responses=errors())
-    async def profile(
-        self, db: AsyncConnection, access: AccessSettings, settings: Settings
-    ) -> InstanceProfile:
-        admin = await _first_admin(db)
-        users = await user_count(db)
+    async def profile(self, ctx: RequestContext) -> InstanceProfile:
+        access = ctx.access
+        admin = await service.first_admin(ctx.db)
+        users = await user_count(ctx.db)
         return InstanceProfile(
             version=__version__,
             demo=False,
-            instance_url=settings.public_url,
+            instance_url=ctx.settings.public_url,
             commit="",
             needs_setup=users == 0,
             access_mode=MEMOS_ACCESS_MODE[access.access_mode],
@@ -291,23 +269,18 @@ class InstanceController(Controller):
         guards=[requires_user, management_plane],
         responses=errors(),
     )
-    async def stats(self, db: AsyncConnection, caller: Caller, now: int) -> InstanceStats:
-        if not caller.is_admin:
+    async def stats(self, ctx: RequestContext) -> InstanceStats:
+        if not ctx.user.is_admin:
             raise PermissionDenied("only an admin can read instance stats")
-        local = (
-            await db.execute(
-                sa.select(sa.func.coalesce(sa.func.sum(attachment.c.size), 0)).where(
-                    attachment.c.storage_type == "LOCAL"
-                )
-            )
-        ).scalar_one()
+        db = ctx.db
+        local = await service.local_storage_bytes(db)
         return InstanceStats(
             database=DatabaseStats(
                 driver="sqlite" if db.dialect.name == "sqlite" else "postgres",
-                size_bytes=str(await _database_bytes(db)),
+                size_bytes=str(await service.database_bytes(db)),
             ),
-            local_storage_bytes=str(int(local)),
-            generated_time=rfc3339(now),
+            local_storage_bytes=str(local),
+            generated_time=rfc3339(ctx.now),
         )
 
     @post(
@@ -319,17 +292,13 @@ class InstanceController(Controller):
         responses=errors(),
     )
     async def batch_get(
-        self,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
-        data: BatchGetInstanceSettingsRequest,
+        self, ctx: RequestContext, data: BatchGetInstanceSettingsRequest
     ) -> BatchGetInstanceSettingsResponse:
         keys = [_key(n) for n in data.names]
         for key in keys:
-            _may_read(key, caller, access)
+            _may_read(key, ctx.caller, ctx.access)
         return BatchGetInstanceSettingsResponse(
-            settings=[setting_out(k, access, settings) for k in keys]
+            settings=[setting_out(k, ctx.access, ctx.settings) for k in keys]
         )
 
     @get(
@@ -339,15 +308,11 @@ class InstanceController(Controller):
         responses=errors(),
     )
     async def get_setting(
-        self,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
-        setting: Annotated[str, Parameter(max_length=64)],
+        self, ctx: RequestContext, setting: Annotated[str, Parameter(max_length=64)]
     ) -> InstanceSetting:
         key = _key(setting)
-        _may_read(key, caller, access)
-        return setting_out(key, access, settings)
+        _may_read(key, ctx.caller, ctx.access)
+        return setting_out(key, ctx.access, ctx.settings)
 
     @patch(
         "/settings/{setting:str}",
@@ -357,20 +322,17 @@ class InstanceController(Controller):
     )
     async def update_setting(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
+        ctx: RequestContext,
         state: State,
         setting: Annotated[str, Parameter(max_length=64)],
         data: InstanceSettingIn,
     ) -> InstanceSetting:
-        if not caller.is_admin:
+        if not ctx.user.is_admin:
             raise PermissionDenied("only an admin can change instance settings")
         key = _key(setting)
-        value = apply_update(key, access, data)
-        await save_access(db, value)
+        value = apply_update(key, ctx.access, data)
+        await save_access(ctx.db, value)
         # Memo routes' body limit (app.api.body_limits) widens with a raised content limit.
         if value.content_length_limit > getattr(state, "content_length_seen", 0):
             state.content_length_seen = value.content_length_limit
-        return setting_out(key, value, settings)
+        return setting_out(key, value, ctx.settings)

@@ -7,7 +7,8 @@
   memo's event log.
 - ``listing`` (keyset pages), ``lookup`` (a ``memos/{id}`` segment to a row the caller may use),
   ``present`` (rows to Structs, loaded in the request's snapshot),
-  ``query_filter`` (the ``filter=`` parameter, through ``app.filter``).
+  ``query_filter`` (the ``filter=`` parameter, through ``app.filter``),
+  ``rows`` (``MemoRow``: the typed shape of a ``memo`` row).
 - ``markdown`` (what a memo's Markdown yields: tags, flags, title),
   ``parse`` / ``parse_pool`` (that parse off the event loop),
   ``safe_html`` (Markdown to safe HTML) and ``html_cache``.

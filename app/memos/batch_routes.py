@@ -6,17 +6,14 @@ from typing import Any
 
 from litestar import Controller, Request, post
 from litestar.datastructures import State
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.db import statistics
 from app.deps import requires_user
 from app.errors import IdUnavailable, InvalidArgument
-from app.instance.store import AccessSettings
 from app.memos import chosen_ids
 from app.memos.batch import BatchCreateMemosRequest, BatchCreateMemosResponse, batch_create
-from app.memos.service import WriteContext
 
 
 class MemoBatchController(Controller):
@@ -27,17 +24,14 @@ class MemoBatchController(Controller):
         "/:batchCreate",
         operation_id="MemoService_BatchCreateMemos",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(409, 413),
     )
     async def batch_create_memos(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncConnection,
         state: State,
-        caller: Caller,
-        access: AccessSettings,
-        now: int,
+        ctx: RequestContext,
         data: BatchCreateMemosRequest,
     ) -> BatchCreateMemosResponse:
         """Create up to 1000 memos at once, all or nothing, keyed by each input's ``memoId``.
@@ -53,11 +47,11 @@ class MemoBatchController(Controller):
                         f"then set its {field} (UpdateMemo or SetMemo{field.title()})"
                     )
         if any(_chosen(item) for item in data.memos):
-            await chosen_ids.refuse_if_throttled(state.engine, caller, now)
+            await chosen_ids.refuse_if_throttled(state.engine, ctx.user, ctx.now)
         try:
-            created = await batch_create(db, WriteContext(caller, access, now), data)
+            created = await batch_create(ctx.db, ctx.write, data)
         except IdUnavailable:
-            chosen_ids.mark_unavailable(request.scope, caller)
+            chosen_ids.mark_unavailable(request.scope, ctx.user)
             raise
         if len(data.memos) >= statistics.BATCH_ROWS:
             statistics.nudge(state)  # checked once this transaction has committed

@@ -16,20 +16,19 @@ itself, and relations in which this memo is the *related* one are skipped.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.attachments.service import set_memo_attachments
+from app.memos.rows import MemoRow
 from app.memos.schemas import MemoIn, MemoRelationIn
 from app.relations.schemas import MemoRefIn, RelationIn
 from app.relations.service import set_references
 
 
-def _own_relations(row: Any, relations: list[MemoRelationIn]) -> list[RelationIn]:
+def _own_relations(row: MemoRow, relations: list[MemoRelationIn]) -> list[RelationIn]:
     name = f"memos/{row.uid}"
     kept = []
     for rel in relations:
@@ -53,7 +52,7 @@ async def bind(
     conn: AsyncConnection,
     caller: Caller,
     mode: AccessMode,
-    row: Any,
+    row: MemoRow,
     data: MemoIn,
     paths: set[str] | None = None,
 ) -> None:

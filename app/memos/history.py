@@ -44,6 +44,7 @@ from app.api.structs import Out, rfc3339
 from app.db.schema import memo_event, space, user_account
 from app.errors import InvalidArgument
 from app.memos.present import _origin
+from app.memos.rows import ReadMemoRow
 from app.memos.schemas import Origin
 from app.memos.service import load_for_read
 
@@ -104,7 +105,7 @@ def _lineage(memo_id: int) -> sa.ColumnElement[bool]:
 _CHUNK = 200
 
 
-def _facts(row: Any, fields: dict[str, Any]) -> MemoFacts:
+def _facts(row: ReadMemoRow, fields: dict[str, Any]) -> MemoFacts:
     """The read rule's facts of the memo as it stood with these version ``fields``."""
     return MemoFacts(
         creator_id=row.creator_id,

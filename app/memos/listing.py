@@ -26,12 +26,13 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from app.access.admission import Admission, Kind, conditions
 from app.access.audience import AccessMode
-from app.access.caller import Caller, key_caller, restriction_key
+from app.access.caller import Caller, reader_of, restriction_key
 from app.access.reach import reach_partition
 from app.access.restriction import Restriction
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_token, fingerprint, trim_page
 from app.db.schema import memo
 from app.errors import InvalidArgument
+from app.memos.rows import MemoRow
 
 ORDER_FIELDS: dict[str, sa.Column[Any]] = {
     "pinned": memo.c.pinned,
@@ -164,25 +165,29 @@ def _merged_walks(
 
 
 @functools.lru_cache(maxsize=1024)
-def _key_template(
-    user_id: int,
-    restriction: Restriction,
+def _page_template(
+    user_id: int | None,
+    restriction: Restriction | None,
     mode: AccessMode,
-    descending: bool,
+    order: tuple[tuple[str, bool], ...],
     state: str,
     paged: bool,
 ) -> sa.Select[Any]:
-    """The unfiltered page statement of one restricted key, built once.
+    """The unfiltered page statement of one reader and one order, built once.
 
-    Five walks each carrying the audience predicate cost about a millisecond
-    to build and to fingerprint for SQLAlchemy's statement cache, as much as
-    running them; a key lists the same shape on every request, so the
-    statement is kept, with the page size and the keyset as bound
-    parameters. Like the predicate it holds, it is a pure function of the
-    arguments (nothing about grants is cached: the statement reads them).
+    The statement carries the audience predicate (and, for a restricted key,
+    one walk per reach part), which costs milliseconds to build and as much
+    again for SQLAlchemy to fingerprint for its compiled cache on every
+    execution (``_generate_cache_key`` walks the whole tree): more than
+    running it. A reader lists the same shape on every request, so the
+    statement is kept, and only the page size and the keyset travel as bound
+    parameters (``page_limit``, ``after_<i>``); the fingerprint is memoised on
+    the kept object. Like the predicate it holds, it is a pure function of the
+    arguments: nothing about grants, rosters or memos is cached, the
+    statement reads them (issue 15).
     """
-    caller = key_caller(user_id, restriction)
-    keys = [OrderKey(memo.c.created_ts, descending), OrderKey(memo.c.id, descending)]
+    caller = reader_of(user_id, restriction)
+    keys = [OrderKey(memo.c[name], descending) for name, descending in order]
     where = _base_conditions(caller, mode, state, parent_id=None)
     if paged:
         where.append(
@@ -190,8 +195,12 @@ def _key_template(
                 keys, [sa.bindparam(f"after_{i}", type_=k.column.type) for i, k in enumerate(keys)]
             )
         )
-    parts = reach_partition(caller) or ()
-    return _merged_walks(parts, keys, where, sa.bindparam("page_limit", type_=sa.Integer))
+    limit = sa.bindparam("page_limit", type_=sa.Integer)
+    parts = reach_partition(caller) if _time_ordered(keys) else None
+    if parts is not None and len(parts) > 1:
+        return _merged_walks(parts, keys, where, limit)
+    where.extend(parts or ())
+    return sa.select(memo).where(*where).order_by(*_ordered(keys, memo)).limit(limit)
 
 
 def admission_of(
@@ -219,24 +228,32 @@ def _base_conditions(
 def _page_statement(
     q: ListQuery, keys: list[OrderKey], after: list[Any] | None
 ) -> tuple[sa.Select[Any], dict[str, Any]]:
-    """The page's statement and its parameters."""
+    """The page's statement and its parameters.
+
+    Top-level pages without a filter (the usual list) use the reader's kept
+    statement (:func:`_page_template`); a filter or one memo's comments build
+    theirs per request.
+    """
     limit = q.page_size + 1
-    parts = reach_partition(q.caller) if q.parent_id is None and _time_ordered(keys) else None
-    merge = parts is not None and len(parts) > 1
-    restriction = restriction_key(q.caller)
-    if merge and q.filter_clause is None and q.caller is not None and restriction is not None:
-        template = _key_template(
-            q.caller.user_id, restriction, q.mode, keys[0].descending, q.state, after is not None
+    if q.parent_id is None and q.filter_clause is None:
+        template = _page_template(
+            q.caller.user_id if q.caller is not None else None,
+            restriction_key(q.caller),
+            q.mode,
+            tuple((k.column.name, k.descending) for k in keys),
+            q.state,
+            after is not None,
         )
         params: dict[str, Any] = {"page_limit": limit}
         params.update({f"after_{i}": v for i, v in enumerate(after or ())})
         return template, params
+    parts = reach_partition(q.caller) if q.parent_id is None and _time_ordered(keys) else None
     where = _base_conditions(q.caller, q.mode, q.state, q.parent_id, q.filter_clause)
     if after is not None:
         where.append(
             _after(keys, [sa.literal(v, k.column.type) for k, v in zip(keys, after, strict=True)])
         )
-    if parts is not None and merge:
+    if parts is not None and len(parts) > 1:
         return _merged_walks(parts, keys, where, limit), {}
     where.extend(parts or ())
     return sa.select(memo).where(*where).order_by(*_ordered(keys, memo)).limit(limit), {}
@@ -255,7 +272,7 @@ class ListQuery:
     parent_id: int | None = None  # comments of one memo; None: top-level memos
 
 
-async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[Any], str]:
+async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[list[MemoRow], str]:
     keys = parse_order(q.order_by)
     if q.state not in ("NORMAL", "ARCHIVED"):
         raise InvalidArgument(f"state: {q.state!r} is not one of NORMAL, ARCHIVED")
@@ -270,9 +287,8 @@ async def list_memos(conn: AsyncConnection, q: ListQuery, secret: str) -> tuple[
     if q.page_token:
         after = _check_token_values(keys, decode_token(secret, query_id, q.page_token))
     stmt, params = _page_statement(q, keys, after)
-    rows = list((await conn.execute(stmt, params)).all())
-    next_token = ""
-    if len(rows) > q.page_size:
-        rows = rows[: q.page_size]
-        next_token = encode_token(secret, query_id, _key_values(rows[-1], keys))
-    return rows, next_token
+    rows = (await conn.execute(stmt, params)).all()
+    page = trim_page(
+        rows, q.page_size, lambda r: _key_values(r, keys), secret=secret, query=query_id
+    )
+    return page.rows, page.next_token

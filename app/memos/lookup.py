@@ -18,10 +18,11 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.access.paths import parse_tree_path
 from app.access.scope import EMPTY_SCOPE, load_scope
-from app.access.writes import READ_ONLY, can_comment, key_may_write, memo_spot, write_denial
+from app.access.writes import can_comment, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import space
 from app.errors import InvalidArgument, PermissionDenied
+from app.memos.rows import MemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import load_for_read
 
@@ -35,15 +36,16 @@ def memo_uid(name: str, field: str = "memo") -> str:
 
 async def readable_memo(
     conn: AsyncConnection, name: str, caller: Caller | None, mode: AccessMode
-) -> Any:
+) -> ReadMemoRow:
     """The memo row, or 404 (401 for an anonymous caller a user could be)."""
     return await load_for_read(conn, memo_uid(name), caller, mode)
 
 
-async def require_writer(conn: AsyncConnection, caller: Caller, row: Any, action: str) -> None:
-    """403 unless the caller may change the memo (the write rule, with its live scope)."""
-    if not key_may_write(caller):
-        raise PermissionDenied(READ_ONLY)
+async def require_writer(conn: AsyncConnection, caller: Caller, row: MemoRow, action: str) -> None:
+    """403 unless the caller may change the memo (the write rule, with its live scope).
+
+    Read-only keys are refused earlier, by the route's ``writable_key`` guard.
+    """
     scope = EMPTY_SCOPE if row.space_id is None else await load_scope(conn, caller, row.space_id)
     if write_denial(caller, row.creator_id, memo_spot(row), None, scope) is not None:
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can {action}")
@@ -55,10 +57,10 @@ async def comment_placement(
     """The comment's body, placed where the rule puts it; 403 when it may not be written.
 
     A comment on a SPACE memo takes the parent's space and path (a client
-    may repeat them, never change them) and needs WRITE there.
+    may repeat them, never change them) and needs WRITE there. A read-only
+    key is refused by the route's ``writable_key`` guard, and by the write
+    rule when the comment is created.
     """
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
     if parent.visibility != "SPACE":
         return data
     uid = (

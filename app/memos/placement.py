@@ -28,6 +28,7 @@ from app.access.writes import READ_ONLY, Spot, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
 from app.db.schema import memo_share, space
 from app.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from app.memos.rows import MemoRow
 from app.memos.schemas import MemoIn
 
 PERSONAL = ("PRIVATE", "PROTECTED", "PUBLIC")
@@ -102,7 +103,7 @@ async def place_new(
 async def place_moved(
     conn: AsyncConnection,
     caller: Caller,
-    row: Any,
+    row: MemoRow,
     data: MemoIn,
     paths: set[str],
     scope: SpaceScope,

@@ -16,6 +16,7 @@ other end is readable by the caller (:mod:`app.relations.visible`).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,23 +25,27 @@ from typing import Any, TypeVar
 import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from app.access.admission import pinned, readable
 from app.access.audience import AccessMode
-from app.access.caller import Caller
+from app.access.caller import Caller, reader_of, restriction_key
 from app.access.paths import render_tree_path
+from app.access.restriction import Restriction
 from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, load_scope
 from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
+from app.memos.rows import MemoRow
 from app.relations.visible import relation_of, relation_sides
 
 T = TypeVar("T")
+Ids = Sequence[int] | BindParameter[Any]  # the page's ids, or the expanding parameter for them
 PARENT = by_key(memo, "parent_memo")  # module level: the read rule is memoised per table
 
 
-def tags_statement(ids: Sequence[int]) -> sa.Select[Any]:
+def tags_statement(ids: Ids) -> sa.Select[Any]:
     """The page's tags, each with its memo's version (page rows by primary key first)."""
     return (
         sa.select(memo_tag.c.memo_id, memo.c.version, memo_tag.c.tag)
@@ -50,7 +55,7 @@ def tags_statement(ids: Sequence[int]) -> sa.Select[Any]:
     )
 
 
-def reactions_statement(ids: Sequence[int]) -> sa.Select[Any]:
+def reactions_statement(ids: Ids) -> sa.Select[Any]:
     return (
         sa.select(reaction, memo.c.version.label("memo_version"), user_account.c.username)
         .select_from(
@@ -65,7 +70,7 @@ def reactions_statement(ids: Sequence[int]) -> sa.Select[Any]:
     )
 
 
-def attachments_statement(ids: Sequence[int]) -> sa.Select[Any]:
+def attachments_statement(ids: Ids) -> sa.Select[Any]:
     return (
         sa.select(attachment, memo.c.version.label("memo_version"))
         .select_from(ordered_join(memo, attachment, attachment.c.memo_id == memo.c.id))
@@ -103,12 +108,36 @@ def _branch(
 
 def related_statement(
     ids: Sequence[int], creators: set[int], caller: Caller | None, mode: AccessMode
-) -> sa.CompoundSelect[Any]:
+) -> tuple[sa.CompoundSelect[Any], dict[str, Any]]:
     """The page's tags, creators' usernames, reactions, attachments and relations: one
     round trip (issue 15), a ``UNION ALL`` of the per-kind statements above, each
     still driven from the page's ids and planned on its own, with uniform columns
-    (``kind, memo_id, version, ord, s0..s4, n0, n1``)."""
-    ids = list(ids)
+    (``kind, memo_id, version, ord, s0..s4, n0, n1``).
+
+    Returns the statement and its parameters: the statement is the reader's
+    kept one (:func:`_related_template`), the page's ids and creators are bound
+    as expanding parameters."""
+    template = _related_template(
+        caller.user_id if caller is not None else None, restriction_key(caller), mode
+    )
+    return template, {"page_ids": list(ids), "page_creators": sorted(creators)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _related_template(
+    user_id: int | None, restriction: Restriction | None, mode: AccessMode
+) -> sa.CompoundSelect[Any]:
+    """:func:`related_statement` of one reader, built once.
+
+    The relation sides carry the read rule for their other end, so building
+    the union and SQLAlchemy's fingerprint of it (``_generate_cache_key``, on
+    every execution of a new statement object) cost several milliseconds per
+    page; kept, the fingerprint is memoised on the object. A pure function of
+    its arguments, like the predicate inside (nothing about grants or memos
+    is cached: the statement reads them)."""
+    caller = reader_of(user_id, restriction)
+    ids = sa.bindparam("page_ids", expanding=True, type_=sa.BigInteger)
+    creators = sa.bindparam("page_creators", expanding=True, type_=sa.BigInteger)
     tags = tags_statement(ids)
     reactions = reactions_statement(ids)
     attachments = attachments_statement(ids)
@@ -163,7 +192,7 @@ def parents_statement(
     )
 
 
-def etag(row: Any) -> str:
+def etag(row: MemoRow) -> str:
     return f'"{row.id}-{row.version}"'
 
 
@@ -179,14 +208,14 @@ def _origin(value: Any) -> schemas.Origin:
 
 
 async def present_one(
-    conn: AsyncConnection, row: Any, caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection, row: MemoRow, caller: Caller | None, mode: AccessMode
 ) -> schemas.Memo:
     """One memo resource (a page of one)."""
     return (await present(conn, [row], caller, mode))[0]
 
 
 async def present(
-    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection, rows: Sequence[MemoRow], caller: Caller | None, mode: AccessMode
 ) -> list[schemas.Memo]:
     if not rows:
         return []
@@ -199,7 +228,8 @@ async def present(
     attachments: dict[int, list[tuple[int, schemas.AttachmentRef]]] = defaultdict(list)
     relation_rows: list[Any] = []
     creators = {r.creator_id for r in rows}
-    for x in await conn.execute(related_statement(ids, creators, caller, mode)):
+    statement, params = related_statement(ids, creators, caller, mode)
+    for x in await conn.execute(statement, params):
         if x.kind == "user":
             usernames[int(x.memo_id)] = x.s0
         elif not pinned(versions, x.memo_id, x.version):
@@ -288,7 +318,9 @@ async def present(
                 parent=parents.get(r.id, msgspec.UNSET),
                 location=location,
                 space=spaces[r.space_id] if shown else msgspec.UNSET,
-                tree=render_tree_path(r.tree, viewer) if shown else msgspec.UNSET,
+                tree=render_tree_path(r.tree, viewer)
+                if shown and r.tree is not None  # shown implies a tree; mypy cannot see it
+                else msgspec.UNSET,
             )
         )
     return out

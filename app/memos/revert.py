@@ -29,6 +29,7 @@ from app.api.structs import Out
 from app.db.schema import memo_event
 from app.errors import FailedPrecondition, InvalidArgument, NotFound
 from app.memos.history import HistoryQuery, MemoVersion, list_history
+from app.memos.rows import MemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import WriteContext, update_memo
 
@@ -133,7 +134,7 @@ def parse_version(raw: Any, field: str) -> int:
 async def revert_memo(
     conn: AsyncConnection,
     ctx: WriteContext,
-    row: Any,
+    row: MemoRow,
     version: int,
     if_match: str | None,
     secret: str,

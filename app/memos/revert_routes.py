@@ -17,20 +17,16 @@ from typing import Annotated, Any
 import sqlalchemy as sa
 from litestar import Controller, Response, get, post
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.api.structs import In
 from app.db.schema import memo as memo_table
 from app.deps import requires_user
-from app.instance.store import AccessSettings
 from app.memos.lookup import MemoName, memo_uid, readable_memo
 from app.memos.present import present_one
 from app.memos.revert import MemoDiff, diff_versions, find_versions, parse_version, revert_memo
 from app.memos.schemas import Memo
-from app.memos.service import WriteContext
-from app.settings import Settings
 
 
 class RevertIn(In):
@@ -44,10 +40,7 @@ class MemoRevertController(Controller):
     @get("/history/:diff", operation_id="MemoService_DiffMemoHistory", responses=errors())
     async def diff(
         self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
+        ctx: RequestContext,
         memo: MemoName,
         from_version: Annotated[int, Parameter(query="from", ge=1, le=2**31)],
         to_version: Annotated[int | None, Parameter(query="to", ge=1, le=2**31)] = None,
@@ -55,33 +48,29 @@ class MemoRevertController(Controller):
         """Unified diff of the content and the changed fields between two versions."""
         uid = memo_uid(memo)
         found = await find_versions(
-            db, uid, caller, access.access_mode, settings.secret, {from_version, to_version}
+            ctx.db, uid, ctx.caller, ctx.mode, ctx.settings.secret, {from_version, to_version}
         )
         return diff_versions(uid, found[from_version], found[to_version])
 
     @post(
         "/:revert",
         operation_id="MemoService_RevertMemo",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         status_code=200,
         responses=errors(412),
     )
     async def revert(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
+        ctx: RequestContext,
         memo: MemoName,
         data: RevertIn,
         if_match: Annotated[str | None, Parameter(header="If-Match", max_length=128)] = None,
     ) -> Response[Memo]:
         """Make version ``version`` current again, as a new version."""
         version = parse_version(data.version, "version")
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        ctx = WriteContext(caller, access, now)
-        await revert_memo(db, ctx, row, version, if_match, settings.secret)
+        db = ctx.db
+        row = await readable_memo(db, memo, ctx.user, ctx.mode)
+        await revert_memo(db, ctx.write, row, version, if_match, ctx.settings.secret)
         live = (await db.execute(sa.select(memo_table).where(memo_table.c.id == row.id))).one()
-        out = await present_one(db, live, caller, access.access_mode)
+        out = await present_one(db, live, ctx.user, ctx.mode)
         return Response(out, headers={"ETag": out.etag})

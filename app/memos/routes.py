@@ -8,9 +8,8 @@ import sqlalchemy as sa
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext, writable_key
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
@@ -19,7 +18,6 @@ from app.db.schema import memo as memo_table
 from app.db.transactions import end_write, read_phase
 from app.deps import requires_user
 from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
-from app.instance.store import AccessSettings
 from app.memos import chosen_ids, schemas
 from app.memos.bindings import bind
 from app.memos.html_cache import attach_html
@@ -27,7 +25,6 @@ from app.memos.listing import ListQuery, list_memos
 from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
-    WriteContext,
     content_tags,
     create_memo_row,
     load_for_read,
@@ -36,7 +33,6 @@ from app.memos.service import (
     update_memo,
 )
 from app.memos.trash import trash_memo
-from app.settings import Settings
 
 MemoId = Annotated[str, Parameter(description="memo id or name (memos/{id})", max_length=64)]
 View = Annotated[
@@ -45,11 +41,9 @@ View = Annotated[
 ]
 
 
-async def _one(
-    conn: AsyncConnection, memo_id: int, caller: Caller, access: AccessSettings
-) -> schemas.Memo:
-    row = (await conn.execute(sa.select(memo_table).where(memo_table.c.id == memo_id))).one()
-    return await present_one(conn, row, caller, access.access_mode)
+async def _one(ctx: RequestContext, memo_id: int) -> schemas.Memo:
+    row = (await ctx.db.execute(sa.select(memo_table).where(memo_table.c.id == memo_id))).one()
+    return await present_one(ctx.db, row, ctx.caller, ctx.mode)
 
 
 class MemoController(Controller):
@@ -59,11 +53,7 @@ class MemoController(Controller):
     @get("", operation_id="MemoService_ListMemos", responses=errors())
     async def list_memos(
         self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
+        ctx: RequestContext,
         page_size: PageSize = None,
         page_token: PageToken = None,
         filter: FilterText = None,
@@ -71,12 +61,12 @@ class MemoController(Controller):
         memo_state: Annotated[str | None, Parameter(query="state", max_length=32)] = None,
         view: View = None,
     ) -> schemas.ListMemosResponse:
-        if caller is None and access.access_mode.value == "PRIVATE":
+        if ctx.caller is None and ctx.mode.value == "PRIVATE":
             raise Unauthenticated("sign in to list memos on this instance")
-        clause = await memo_filter_clause(db, filter, now=now)
+        clause = await memo_filter_clause(ctx.db, filter, now=ctx.now)
         query = ListQuery(
-            caller=caller,
-            mode=access.access_mode,
+            caller=ctx.caller,
+            mode=ctx.mode,
             state=(memo_state or "NORMAL").upper()
             if memo_state != "STATE_UNSPECIFIED"
             else "NORMAL",
@@ -86,80 +76,62 @@ class MemoController(Controller):
             page_size=clamp_page_size(page_size),
             page_token=page_token or None,
         )
-        rows, token = await list_memos(db, query, settings.secret)
-        memos = await present(db, rows, caller, access.access_mode)
+        rows, token = await list_memos(ctx.db, query, ctx.settings.secret)
+        memos = await present(ctx.db, rows, ctx.caller, ctx.mode)
         if view == "html":
-            await attach_html(db, memos, rows)
+            await attach_html(ctx.db, memos, rows)
         return schemas.ListMemosResponse(memos=memos, next_page_token=token)
 
     @post(
         "",
         operation_id="MemoService_CreateMemo",
         status_code=200,
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(409),
     )
     async def create_memo(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncConnection,
         state: State,
-        caller: Caller,
-        access: AccessSettings,
-        now: int,
+        ctx: RequestContext,
         data: schemas.MemoIn,
         memo_id: Annotated[str | None, Parameter(query="memoId", max_length=64)] = None,
     ) -> schemas.Memo:
-        await prerender(data.content, access.content_length_limit)  # before the write lock
+        db, caller = ctx.db, ctx.user
+        await prerender(data.content, ctx.access.content_length_limit)  # before the write lock
         if memo_id:
-            await chosen_ids.refuse_if_throttled(state.engine, caller, now)
+            await chosen_ids.refuse_if_throttled(state.engine, caller, ctx.now)
         try:
-            row = await create_memo_row(
-                db, WriteContext(caller, access, now), data, memo_id or None
-            )
+            row = await create_memo_row(db, ctx.write, data, memo_id or None)
         except AlreadyExists:
             if not memo_id:
                 raise
             uid = valid_uid(memo_id)
-            raise await chosen_ids.taken(
-                request.scope,
-                db,
-                caller,
-                uid,
-                access.access_mode,
-            ) from None
-        await bind(db, caller, access.access_mode, row, data)
+            raise await chosen_ids.taken(request.scope, db, caller, uid, ctx.mode) from None
+        await bind(db, caller, ctx.mode, row, data)
         await end_write(db)  # the write turn is not held while the answer is assembled
-        return await present_one(db, row, caller, access.access_mode)
+        return await present_one(db, row, caller, ctx.mode)
 
     @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
     async def get_memo(
-        self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        memo: MemoId,
-        view: View = None,
+        self, ctx: RequestContext, memo: MemoId, view: View = None
     ) -> Response[schemas.Memo]:
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
-        row = await load_for_read(db, uid, caller, access.access_mode)
-        out = await present_one(db, row, caller, access.access_mode)
+        row = await load_for_read(ctx.db, uid, ctx.caller, ctx.mode)
+        out = await present_one(ctx.db, row, ctx.caller, ctx.mode)
         if view == "html":
-            await attach_html(db, [out], [row])
+            await attach_html(ctx.db, [out], [row])
         return Response(out, headers={"ETag": out.etag})
 
     @patch(
         "/{memo:str}",
         operation_id="MemoService_UpdateMemo",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(409, 412),
     )
     async def update_memo(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        now: int,
+        ctx: RequestContext,
         memo: MemoId,
         data: schemas.MemoIn,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
@@ -172,45 +144,43 @@ class MemoController(Controller):
         paths = normalise_mask(update_mask if update_mask is not None else update_mask_snake, data)
         if not paths:
             raise InvalidArgument("updateMask: nothing to update")
+        db, caller = ctx.db, ctx.user
         if "content" in paths:
-            await prerender(data.content, access.content_length_limit)  # before the write lock
+            await prerender(data.content, ctx.access.content_length_limit)  # before the write lock
         # Read before the write lock: the update's compare-and-swap on the row's
         # version (app.memos.service.update_memo) makes a stale read a 412 or a
         # recomputation, never a lost update (docs/decisions/0028).
         async with read_phase(db):
-            row = await load_for_read(db, uid, caller, access.access_mode)
-        ctx = WriteContext(caller, access, now)
-        written = await update_memo(db, ctx, row, data, paths, if_match)
+            row = await load_for_read(db, uid, caller, ctx.mode)
+        written = await update_memo(db, ctx.write, row, data, paths, if_match)
         binds = bool(paths & {"attachments", "relations"})
         if binds:
-            await bind(db, caller, access.access_mode, written or row, data, paths)
+            await bind(db, caller, ctx.mode, written or row, data, paths)
         await end_write(db)  # the write turn is not held while the answer is assembled
         if written is None or binds:
-            out = await _one(db, row.id, caller, access)
+            out = await _one(ctx, row.id)
         else:
             # The answer is this PATCH's version: its row as written, and its tags
             # from its content (read after COMMIT, a concurrent PATCH's newer
             # version would pin them away; docs/decisions/0028).
-            out = await present_one(db, written, caller, access.access_mode)
+            out = await present_one(db, written, caller, ctx.mode)
             out.tags = await content_tags(written.content)
         return Response(out, headers={"ETag": out.etag})
 
     @delete(
         "/{memo:str}",
         operation_id="MemoService_DeleteMemo",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         status_code=200,
         responses=errors(),
     )
-    async def delete_memo(
-        self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoId
-    ) -> dict[str, Any]:
+    async def delete_memo(self, ctx: RequestContext, memo: MemoId) -> dict[str, Any]:
         """Move the memo (with its comments) to its creator's trash: 404 from now on.
 
         Undo with ``POST /api/v1/memos/{memo}:undelete``; gone for good after the
         retention period or ``:purge`` (app.memos.trash).
         """
         uid = valid_uid(resource_id(memo, "memos", field="memo"), field="memo")
-        row = await load_for_read(db, uid, caller, access.access_mode)
-        await trash_memo(db, WriteContext(caller, access, now), row)
+        row = await load_for_read(ctx.db, uid, ctx.user, ctx.mode)
+        await trash_memo(ctx.db, ctx.write, row)
         return {}

@@ -21,7 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.access.audience import AccessMode, MemoFacts, can_read
 from app.access.caller import Caller, Credential
 from app.access.scope import EMPTY_SCOPE, SpaceScope, load_scope
-from app.access.writes import key_may_write, memo_spot, write_denial
+from app.access.writes import memo_spot, write_denial
+from app.api.context import (
+    WriteContext as WriteContext,
+)  # re-exported: its importers predate the move
 from app.api.structs import parse_time, valid_uid
 from app.db.schema import memo, memo_event, memo_tag, user_account, webhook
 from app.errors import (
@@ -38,6 +41,7 @@ from app.memos.html_cache import store_html
 from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
+from app.memos.rows import MemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.webhooks.outbox import Activity, emit
 
@@ -92,13 +96,6 @@ TRACKED = (
 
 
 _CAS_ATTEMPTS = 20  # recomputations of one update racing others (PostgreSQL only)
-
-
-@dataclass(frozen=True, slots=True)
-class WriteContext:
-    caller: Caller
-    access: AccessSettings
-    now: int
 
 
 # Parses done by :func:`prerender` before the write lock is taken, keyed by the
@@ -224,11 +221,6 @@ async def _event(
     )
 
 
-def _require_writer(caller: Caller) -> None:
-    if not key_may_write(caller):
-        raise PermissionDenied("this access token is read-only")
-
-
 @dataclass(frozen=True, slots=True)
 class PreparedMemo:
     """A create that passed every check (key, shape, limits, placement): nothing written yet."""
@@ -258,7 +250,7 @@ async def create_memo_row(
     data: MemoIn,
     uid: str | None,
     parent_id: int | None = None,
-) -> Any:
+) -> MemoRow:
     """Create a memo; its ``memo`` row as written (the response needs no re-read)."""
     return await insert_memo_row(conn, ctx, await prepare_memo(conn, ctx, data, uid, parent_id))
 
@@ -270,8 +262,11 @@ async def prepare_memo(
     uid: str | None,
     parent_id: int | None = None,
 ) -> PreparedMemo:
-    """Every check a create makes, without looking at or writing any memo row."""
-    _require_writer(ctx.caller)
+    """Every check a create makes, without looking at or writing any memo row.
+
+    A read-only key is refused before this runs (``app.api.context.writable_key``
+    on the route); if one got here, the write rule in ``place_new`` refuses it.
+    """
     uid = valid_uid(uid) if uid else secrets.token_hex(11)
     values = await _content_columns(
         data.content if isinstance(data.content, str) else "", ctx.access.content_length_limit
@@ -334,7 +329,9 @@ async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: Prepar
     return int((await insert_memo_row(conn, ctx, prepared)).id)
 
 
-async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> Any:
+async def insert_memo_row(
+    conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo
+) -> MemoRow:
     """:func:`insert_memo`, answering the ``memo`` row as written.
 
     Every statement here runs while the write lock is held (SQLite's only
@@ -369,7 +366,7 @@ async def insert_memo_row(conn: AsyncConnection, ctx: WriteContext, prepared: Pr
 
 async def load_for_read(
     conn: AsyncConnection, uid: str, caller: Caller | None, mode: AccessMode
-) -> Any:
+) -> ReadMemoRow:
     """The memo row if the caller may read it, else the right error."""
     row = (
         await conn.execute(
@@ -404,11 +401,11 @@ async def _scope_of(
     return await load_scope(conn, caller, space_id)
 
 
-def _may_write(caller: Caller, row: Any, scope: SpaceScope) -> bool:
+def _may_write(caller: Caller, row: MemoRow, scope: SpaceScope) -> bool:
     return write_denial(caller, row.creator_id, memo_spot(row), None, scope) is None
 
 
-async def may_write(conn: AsyncConnection, caller: Caller, row: Any) -> bool:
+async def may_write(conn: AsyncConnection, caller: Caller, row: MemoRow) -> bool:
     """The write rule for a loaded memo row, with the caller's scope in its space."""
     return _may_write(caller, row, await _scope_of(conn, caller, row.space_id))
 
@@ -455,13 +452,13 @@ def normalise_mask(mask: str | None, data: MemoIn) -> set[str]:
 async def update_memo(
     conn: AsyncConnection,
     ctx: WriteContext,
-    row: Any,
+    row: MemoRow,
     data: MemoIn,
     paths: set[str],
     if_match: str | None,
     *,
     _attempt: int = 1,
-) -> Any:
+) -> MemoRow | None:
     """Apply ``paths`` of ``data`` to ``row``: the new ``memo`` row, or None if nothing changed.
 
     ``row`` may come from a read made before the write lock was taken: the

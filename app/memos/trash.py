@@ -47,13 +47,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.access.admission import readable
 from app.access.audience import AccessMode
 from app.access.caller import Caller
-from app.access.writes import key_may_write
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import Out, rfc3339
 from app.attachments import storage
 from app.db.schema import attachment, instance_setting, memo, memo_event, memo_trash
 from app.db.transactions import read_transaction, write_transaction
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from app.memos.rows import MemoRow
 from app.memos.service import TRACKED, WriteContext, may_write
 from app.webhooks.outbox import Activity, emit
 
@@ -146,15 +146,13 @@ async def _event(
         )
 
 
-async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
+async def trash_memo(conn: AsyncConnection, ctx: WriteContext, row: MemoRow) -> None:
     """Move ``row`` (already read-checked) and its comments to the creator's trash.
 
     The write rule is the one every edit uses (:func:`app.memos.service.may_write`).
     The state change is a compare-and-set on the loaded state and version, so
     of two concurrent DELETEs exactly one trashes and the other answers 404.
     """
-    if not key_may_write(ctx.caller):
-        raise PermissionDenied("this access token is read-only")
     if not await may_write(conn, ctx.caller, row):
         raise PermissionDenied(
             f"memo {row.uid!r}: only its creator (with write at its path) or an owner of "
@@ -300,19 +298,15 @@ async def list_trash(
         .where(_own_roots(caller, mode))
     )
     if page_token:
-        values = decode_token(secret, key, page_token)
-        if len(values) != 2 or not all(type(v) is int for v in values):
-            raise InvalidArgument("pageToken: invalid page token")
+        values = decode_int_key(secret, key, page_token, 2)
         stmt = stmt.where(sa.tuple_(r.trashed_ts, r.id) < sa.tuple_(*values))
-    rows = list(
-        (
-            await conn.execute(stmt.order_by(r.trashed_ts.desc(), r.id.desc()).limit(page_size + 1))
-        ).all()
+    fetched = (
+        await conn.execute(stmt.order_by(r.trashed_ts.desc(), r.id.desc()).limit(page_size + 1))
+    ).all()
+    page = trim_page(
+        fetched, page_size, lambda row: [row.trashed_ts, row.id], secret=secret, query=key
     )
-    token = ""
-    if len(rows) > page_size:
-        rows = rows[:page_size]
-        token = encode_token(secret, key, [rows[-1].trashed_ts, rows[-1].id])
+    rows, token = page.rows, page.next_token
     settings = await load_trash_settings(conn)
     out = []
     for row in rows:
@@ -357,8 +351,6 @@ async def undelete(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
     restored. A comment trashed on its own cannot come back while its parent
     is in the trash (it would be reachable by id beside a hidden parent).
     """
-    if not key_may_write(ctx.caller):
-        raise PermissionDenied("this access token is read-only")
     if not await may_write(conn, ctx.caller, row):
         raise PermissionDenied(f"memo {row.uid!r}: only a writer of the memo can restore it")
     if row.claim_token is not None:

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 from litestar import Controller, Response, get, patch, post
 from litestar.background_tasks import BackgroundTask
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.context import RequestContext, writable_key
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import PageSize, PageToken
 from app.api.responses import errors
@@ -36,11 +36,9 @@ from app.attachments import storage
 from app.db.schema import memo as memo_table
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import PermissionDenied
-from app.instance.store import AccessSettings
 from app.memos.lookup import MemoName, memo_uid
 from app.memos.present import present_one
 from app.memos.schemas import Memo
-from app.memos.service import WriteContext
 from app.memos.trash import (
     TRASH_SETTING,
     ListTrashResponse,
@@ -96,40 +94,36 @@ class TrashController(Controller):
     )
     async def list_trashed(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
+        ctx: RequestContext,
         user: UserName,
         page_size: PageSize = None,
         page_token: PageToken = None,
     ) -> ListTrashResponse:
         """The caller's trash, most recently trashed first (each entry is a DELETE)."""
-        _own(user, caller)
+        _own(user, ctx.user)
         return await list_trash(
-            db,
-            caller,
-            access.access_mode,
+            ctx.db,
+            ctx.user,
+            ctx.mode,
             clamp_page_size(page_size),
             page_token or None,
-            settings.secret,
+            ctx.settings.secret,
         )
 
     @post(
         "/memos/{memo:str}/:undelete",
         operation_id="MemoService_UndeleteMemo",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         status_code=200,
         responses=errors(412),
     )
-    async def undelete_memo(
-        self, db: AsyncConnection, caller: Caller, access: AccessSettings, now: int, memo: MemoName
-    ) -> Memo:
+    async def undelete_memo(self, ctx: RequestContext, memo: MemoName) -> Memo:
         """Restore a memo of the caller's trash, with the comments trashed with it."""
-        row = await load_trashed(db, memo_uid(memo), caller, access.access_mode)
-        await undelete(db, WriteContext(caller, access, now), row)
+        db = ctx.db
+        row = await load_trashed(db, memo_uid(memo), ctx.user, ctx.mode)
+        await undelete(db, ctx.write, row)
         live = (await db.execute(sa.select(memo_table).where(memo_table.c.id == row.id))).one()
-        return await present_one(db, live, caller, access.access_mode)
+        return await present_one(db, live, ctx.user, ctx.mode)
 
     @post(
         "/memos/{memo:str}/:purge",
@@ -138,18 +132,10 @@ class TrashController(Controller):
         status_code=200,
         responses=errors(412),
     )
-    async def purge_memo(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
-        memo: MemoName,
-    ) -> Response[PurgeResponse]:
+    async def purge_memo(self, ctx: RequestContext, memo: MemoName) -> Response[PurgeResponse]:
         """Delete one memo of the caller's trash for good (attachments' bytes included)."""
-        count, files = await purge_own(db, caller, access.access_mode, now, memo_uid(memo))
-        return self._purged(settings, count, files)
+        count, files = await purge_own(ctx.db, ctx.user, ctx.mode, ctx.now, memo_uid(memo))
+        return self._purged(ctx.settings, count, files)
 
     @post(
         "/users/{user:str}/trash/:purge",
@@ -158,19 +144,11 @@ class TrashController(Controller):
         status_code=200,
         responses=errors(),
     )
-    async def purge_trash(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
-        user: UserName,
-    ) -> Response[PurgeResponse]:
+    async def purge_trash(self, ctx: RequestContext, user: UserName) -> Response[PurgeResponse]:
         """Empty the caller's trash."""
-        _own(user, caller)
-        count, files = await purge_own(db, caller, access.access_mode, now, None)
-        return self._purged(settings, count, files)
+        _own(user, ctx.user)
+        count, files = await purge_own(ctx.db, ctx.user, ctx.mode, ctx.now, None)
+        return self._purged(ctx.settings, count, files)
 
     @staticmethod
     def _purged(settings: Settings, count: int, files: list[Any]) -> Response[PurgeResponse]:
@@ -187,10 +165,10 @@ class TrashController(Controller):
         guards=[requires_user, management_plane],
         responses=errors(),
     )
-    async def get_setting(self, db: AsyncConnection, caller: Caller) -> TrashSetting:
-        if not caller.is_admin:
+    async def get_setting(self, ctx: RequestContext) -> TrashSetting:
+        if not ctx.user.is_admin:
             raise PermissionDenied("only an admin can read instance settings")
-        return _setting_out(await load_trash_settings(db))
+        return _setting_out(await load_trash_settings(ctx.db))
 
     @patch(
         "/instance/settings/TRASH",
@@ -198,13 +176,11 @@ class TrashController(Controller):
         guards=[requires_user, management_plane],
         responses=errors(),
     )
-    async def update_setting(
-        self, db: AsyncConnection, caller: Caller, data: TrashSettingIn
-    ) -> TrashSetting:
-        if not caller.is_admin:
+    async def update_setting(self, ctx: RequestContext, data: TrashSettingIn) -> TrashSetting:
+        if not ctx.user.is_admin:
             raise PermissionDenied("only an admin can change instance settings")
-        value = await load_trash_settings(db)
+        value = await load_trash_settings(ctx.db)
         if isinstance(data.retention_days, int):
             value = TrashSettings(retention_days=valid_retention(data.retention_days))
-        await save_trash_settings(db, value)
+        await save_trash_settings(ctx.db, value)
         return _setting_out(value)

@@ -20,7 +20,6 @@ from typing import Any
 
 from app.access.audience import personal_reach
 from app.access.caller import Caller, Credential
-from app.access.writes import key_may_write
 from app.errors import DaybookError, PermissionDenied, Unauthenticated
 
 __all__ = ["LocalCaller", "export_refusal", "import_refusal", "local_caller"]
@@ -49,8 +48,6 @@ def import_refusal(caller: Caller | None, username: str) -> DaybookError | None:
     refusal = _own(caller, username, "import")
     if refusal is not None or caller is None:
         return refusal
-    if not key_may_write(caller):
-        return PermissionDenied("this access token is read-only")
     if personal_reach(caller) == "NONE":
         return PermissionDenied(
             "this access token cannot write its holder's own memos (personal: NONE)"

@@ -34,6 +34,7 @@ from litestar.response import Stream
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.access.caller import Caller
+from app.api.context import writable_key
 from app.api.responses import errors
 from app.api.structs import resource_id
 from app.db import statistics
@@ -205,6 +206,7 @@ class PortabilityController(Controller):
         "/{user:str}/:importMemos",
         operation_id="UserService_ImportMemos",
         status_code=200,
+        guards=[writable_key],
         responses=errors(413),
         request_max_body_size=None,  # bounded below, as the bytes arrive
         description=(

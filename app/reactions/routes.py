@@ -7,16 +7,13 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, delete, get, post
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
 from app.api.bounds import Label, Name
-from app.api.context import writable_key
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.deps import requires_user
 from app.errors import InvalidArgument
-from app.instance.store import AccessSettings
 from app.memos.lookup import MemoName, memo_uid, readable_memo
 from app.memos.schemas import Reaction
 from app.reactions.service import delete_reaction, list_reactions, upsert_reaction
@@ -47,10 +44,10 @@ class ReactionController(Controller):
 
     @get("", operation_id="MemoService_ListMemoReactions", responses=errors())
     async def list_reactions(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoName
+        self, ctx: RequestContext, memo: MemoName
     ) -> ListMemoReactionsResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        found = await list_reactions(db, row)
+        row = await readable_memo(ctx.db, memo, ctx.caller, ctx.mode)
+        found = await list_reactions(ctx.db, row)
         return ListMemoReactionsResponse(reactions=found, total_size=len(found))
 
     @post(
@@ -61,19 +58,13 @@ class ReactionController(Controller):
         responses=errors(),
     )
     async def upsert_reaction(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        now: int,
-        memo: MemoName,
-        data: UpsertMemoReactionRequest,
+        self, ctx: RequestContext, memo: MemoName, data: UpsertMemoReactionRequest
     ) -> Reaction:
-        row = await readable_memo(db, memo, caller, access.access_mode)
+        row = await readable_memo(ctx.db, memo, ctx.user, ctx.mode)
         body = data.reaction or ReactionIn(reaction_type=data.reaction_type)
         if body.content_id and memo_uid(body.content_id, "reaction.contentId") != row.uid:
             raise InvalidArgument("reaction.contentId: names a different memo than the path")
-        return await upsert_reaction(db, caller, row, body.reaction_type, now)
+        return await upsert_reaction(ctx.db, ctx.user, row, body.reaction_type, ctx.now)
 
     @delete(
         "/{reaction:str}",
@@ -84,14 +75,12 @@ class ReactionController(Controller):
     )
     async def delete_reaction(
         self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
+        ctx: RequestContext,
         memo: MemoName,
         reaction: Annotated[str, Parameter(max_length=32)],
     ) -> dict[str, Any]:
-        row = await readable_memo(db, memo, caller, access.access_mode)
+        row = await readable_memo(ctx.db, memo, ctx.user, ctx.mode)
         if not (reaction.isascii() and reaction.isdigit()) or not 0 < int(reaction) < 2**31:
             raise InvalidArgument(f"reaction: {reaction!r} is not a reaction id")
-        await delete_reaction(db, caller, row, int(reaction))
+        await delete_reaction(ctx.db, ctx.user, row, int(reaction))
         return {}

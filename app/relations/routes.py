@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from litestar import Controller, get, patch
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.deps import requires_user
-from app.instance.store import AccessSettings
 from app.memos.lookup import MemoName, readable_memo
 from app.relations.schemas import ListMemoRelationsResponse, SetMemoRelationsRequest
 from app.relations.service import set_references
@@ -21,31 +19,27 @@ class RelationController(Controller):
 
     @get("", operation_id="MemoService_ListMemoRelations", responses=errors())
     async def list_relations(
-        self, db: AsyncConnection, caller: Caller | None, access: AccessSettings, memo: MemoName
+        self, ctx: RequestContext, memo: MemoName
     ) -> ListMemoRelationsResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        found = (
-            await visible_relations(db, {row.id: row.version}, caller, access.access_mode)
-        ).get(row.id, [])
+        row = await readable_memo(ctx.db, memo, ctx.caller, ctx.mode)
+        found = (await visible_relations(ctx.db, {row.id: row.version}, ctx.caller, ctx.mode)).get(
+            row.id, []
+        )
         return ListMemoRelationsResponse(relations=found, total_size=len(found))
 
     @patch(
         "",
         operation_id="MemoService_SetMemoRelations",
-        guards=[requires_user],
+        guards=[requires_user, writable_key],
         responses=errors(),
     )
     async def set_relations(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        memo: MemoName,
-        data: SetMemoRelationsRequest,
+        self, ctx: RequestContext, memo: MemoName, data: SetMemoRelationsRequest
     ) -> ListMemoRelationsResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        await set_references(db, caller, access.access_mode, row, data.relations)
-        found = (
-            await visible_relations(db, {row.id: row.version}, caller, access.access_mode)
-        ).get(row.id, [])
+        db, caller = ctx.db, ctx.user
+        row = await readable_memo(db, memo, caller, ctx.mode)
+        await set_references(db, caller, ctx.mode, row, data.relations)
+        found = (await visible_relations(db, {row.id: row.version}, caller, ctx.mode)).get(
+            row.id, []
+        )
         return ListMemoRelationsResponse(relations=found, total_size=len(found))

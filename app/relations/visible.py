@@ -10,19 +10,21 @@ PRIVATE with new references) contributes nothing from its new version.
 
 One statement, driven from the page's ids: the page's memo rows by primary
 key, then ``memo_relation`` by its primary key (outgoing) or
-``ix_memo_relation_related`` (incoming), then the other end by primary key,
-in that order on SQLite too (``app.db.joins.ordered_join``), so no statistics
-can make it walk ``memo``.
+``ix_memo_relation_related`` (incoming), in that order on SQLite too
+(``app.db.joins.ordered_join``), then the other end by primary key in a
+correlated subquery per relation row (both planners evaluate it per row), so
+no statistics can make it walk ``memo``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from app.access.admission import pinned as is_pinned
 from app.access.admission import readable
@@ -38,16 +40,29 @@ PAGE = memo.alias("page_memo")
 OTHER = memo.alias("other_memo")
 
 
-def relation_sides(ids: list[int], caller: Caller | None, mode: AccessMode) -> list[sa.Select[Any]]:
+def relation_sides(
+    ids: Sequence[int] | BindParameter[Any], caller: Caller | None, mode: AccessMode
+) -> list[sa.Select[Any]]:
     """The outgoing and the incoming side of :func:`relations_statement`, each one
     SELECT (``app.memos.present`` puts them in the page's one related statement)."""
     r = memo_relation
 
     def side(page_end: Any, other_end: Any, outgoing: bool) -> sa.Select[Any]:
-        src, dst = (PAGE, OTHER) if outgoing else (OTHER, PAGE)
-        joined = ordered_join(
-            ordered_join(PAGE, r, page_end == PAGE.c.id), OTHER, OTHER.c.id == other_end
-        )
+        def other(column: Any) -> Any:
+            # The other end by primary key, per relation row, under the read rule:
+            # a correlated subquery, so neither planner can drive the other end
+            # from ``memo`` (PostgreSQL without statistics chose a walk of
+            # ``ix_memo_visibility_timeline`` hash-joined to the relations).
+            return (
+                sa.select(column)
+                .where(OTHER.c.id == other_end, readable(caller, mode, OTHER))
+                .scalar_subquery()
+            )
+
+        other_uid, other_snippet = other(OTHER.c.uid), other(OTHER.c.snippet)
+        page_uid, page_snippet = PAGE.c.uid, PAGE.c.snippet
+        src = (page_uid, page_snippet) if outgoing else (other_uid, other_snippet)
+        dst = (other_uid, other_snippet) if outgoing else (page_uid, page_snippet)
         stmt = (
             sa.select(
                 PAGE.c.id.label("page_id"),
@@ -55,13 +70,13 @@ def relation_sides(ids: list[int], caller: Caller | None, mode: AccessMode) -> l
                 r.c.memo_id,
                 r.c.related_memo_id,
                 r.c.type,
-                src.c.uid.label("src_uid"),
-                src.c.snippet.label("src_snippet"),
-                dst.c.uid.label("dst_uid"),
-                dst.c.snippet.label("dst_snippet"),
+                src[0].label("src_uid"),
+                src[1].label("src_snippet"),
+                dst[0].label("dst_uid"),
+                dst[1].label("dst_snippet"),
             )
-            .select_from(joined)
-            .where(PAGE.c.id.in_(ids), readable(caller, mode, OTHER))
+            .select_from(ordered_join(PAGE, r, page_end == PAGE.c.id))
+            .where(PAGE.c.id.in_(ids), other_uid.is_not(None))
         )
         if not outgoing:  # a memo related to itself is listed once, as outgoing
             stmt = stmt.where(r.c.memo_id != r.c.related_memo_id)

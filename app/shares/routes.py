@@ -6,14 +6,11 @@ from typing import Annotated, Any
 
 from litestar import Controller, Response, delete, get, post
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
-from app.api.context import writable_key
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.api.structs import parse_time
 from app.deps import requires_user
-from app.instance.store import AccessSettings
 from app.memos import schemas
 from app.memos.lookup import MemoName, readable_memo
 from app.shares.schemas import CreateMemoShareRequest, ListMemoSharesResponse, MemoShare
@@ -41,27 +38,19 @@ class MemoShareController(Controller):
         guards=[writable_key],
     )
     async def create_share(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        now: int,
-        memo: MemoName,
-        data: CreateMemoShareRequest | None = None,
+        self, ctx: RequestContext, memo: MemoName, data: CreateMemoShareRequest | None = None
     ) -> MemoShare:
-        row = await readable_memo(db, memo, caller, access.access_mode)
+        row = await readable_memo(ctx.db, memo, ctx.user, ctx.mode)
         raw = None
         if data is not None:
             raw = data.memo_share.expire_time if data.memo_share else data.expire_time
         expires = parse_time(raw, "expireTime") if raw else None
-        return await create_share(db, caller, row, expires, now)
+        return await create_share(ctx.db, ctx.user, row, expires, ctx.now)
 
     @get("", operation_id="MemoService_ListMemoShares", responses=errors())
-    async def list_shares(
-        self, db: AsyncConnection, caller: Caller, access: AccessSettings, memo: MemoName
-    ) -> ListMemoSharesResponse:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        return ListMemoSharesResponse(memo_shares=await list_shares(db, caller, row))
+    async def list_shares(self, ctx: RequestContext, memo: MemoName) -> ListMemoSharesResponse:
+        row = await readable_memo(ctx.db, memo, ctx.user, ctx.mode)
+        return ListMemoSharesResponse(memo_shares=await list_shares(ctx.db, ctx.user, row))
 
     @delete(
         "/{share:str}",
@@ -71,15 +60,10 @@ class MemoShareController(Controller):
         guards=[writable_key],
     )
     async def delete_share(
-        self,
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        memo: MemoName,
-        share: Token,
+        self, ctx: RequestContext, memo: MemoName, share: Token
     ) -> dict[str, Any]:
-        row = await readable_memo(db, memo, caller, access.access_mode)
-        await revoke_share(db, caller, row, share)
+        row = await readable_memo(ctx.db, memo, ctx.user, ctx.mode)
+        await revoke_share(ctx.db, ctx.user, row, share)
         return {}
 
 
@@ -88,9 +72,7 @@ class SharedMemoController(Controller):
     tags = ("MemoService",)
 
     @get("/{token:str}/memo", operation_id="MemoService_GetSharedMemo", responses=errors())
-    async def get_shared_memo(
-        self, db: AsyncConnection, access: AccessSettings, now: int, token: Token
-    ) -> Response[schemas.Memo]:
-        row = await load_shared_memo(db, token, now)
-        out = await shared_memo_view(db, row, access.access_mode)
+    async def get_shared_memo(self, ctx: RequestContext, token: Token) -> Response[schemas.Memo]:
+        row = await load_shared_memo(ctx.db, token, ctx.now)
+        out = await shared_memo_view(ctx.db, row, ctx.mode)
         return Response(out, headers={"Cache-Control": "private, no-store"})

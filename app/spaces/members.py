@@ -17,7 +17,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import resource_id, rfc3339
 from app.db.schema import space, space_member, user_account
 from app.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
@@ -89,10 +89,8 @@ async def list_members(
     query_id = fingerprint("members", row.id, ctx.caller.user_id)
     conditions = [space_member.c.space_id == row.id]
     if page_token:
-        after = decode_token(ctx.secret, query_id, page_token)
-        if len(after) != 1 or type(after[0]) is not int:
-            raise InvalidArgument("pageToken: invalid page token")
-        conditions.append(space_member.c.user_id > after[0])
+        (after,) = decode_int_key(ctx.secret, query_id, page_token, 1)
+        conditions.append(space_member.c.user_id > after)
     rows = (
         await conn.execute(
             sa.select(space_member)
@@ -101,12 +99,9 @@ async def list_members(
             .limit(page_size + 1)
         )
     ).all()
-    token = ""
-    if len(rows) > page_size:
-        rows = rows[:page_size]
-        token = encode_token(ctx.secret, query_id, [rows[-1].user_id])
+    page = trim_page(rows, page_size, lambda r: [r.user_id], secret=ctx.secret, query=query_id)
     return schemas.ListMembersResponse(
-        members=await _present_members(conn, row.uid, rows), next_page_token=token
+        members=await _present_members(conn, row.uid, page.rows), next_page_token=page.next_token
     )
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.access.scope import keeps_admin
-from app.api.paging import decode_token, encode_token, fingerprint
+from app.api.paging import decode_int_key, fingerprint, trim_page
 from app.api.structs import resource_id, rfc3339, valid_uid
 from app.db.schema import memo, memo_event, space, space_event, space_member, user_account
 from app.errors import (
@@ -222,10 +222,8 @@ async def list_spaces(
     if declared is not None:
         conditions.append(space.c.uid.in_(sorted(declared)))
     if page_token:
-        after = decode_token(ctx.secret, query_id, page_token)
-        if len(after) != 1 or type(after[0]) is not int:
-            raise InvalidArgument("pageToken: invalid page token")
-        conditions.append(space.c.id > after[0])
+        (after,) = decode_int_key(ctx.secret, query_id, page_token, 1)
+        conditions.append(space.c.id > after)
     rows = (
         await conn.execute(
             sa.select(space, space_member.c.role.label("my_role"))
@@ -235,17 +233,14 @@ async def list_spaces(
             .limit(page_size + 1)
         )
     ).all()
-    token = ""
-    if len(rows) > page_size:
-        rows = rows[:page_size]
-        token = encode_token(ctx.secret, query_id, [rows[-1].id])
-    names = await usernames(conn, {r.creator_id for r in rows})
+    page = trim_page(rows, page_size, lambda r: [r.id], secret=ctx.secret, query=query_id)
+    names = await usernames(conn, {r.creator_id for r in page.rows})
     return schemas.ListSpacesResponse(
         spaces=[
             space_out(r, names.get(r.creator_id, ""), _role_through(ctx.caller, r), state)
-            for r in rows
+            for r in page.rows
         ],
-        next_page_token=token,
+        next_page_token=page.next_token,
     )
 
 

@@ -24,9 +24,9 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from app.server import create_app, openapi_json
-from app.settings import Settings
 from tests.conftest import Templates, _admin_exec
 from tests.contract import memos_schema, pages
+from tests.support import make_settings
 
 Ctx = dict[str, Any]
 Value = Any | Callable[[Ctx], Any]
@@ -458,14 +458,7 @@ async def recorded(dialect: str, templates: Templates) -> AsyncIterator[Recorded
             templates.pg_root, "CREATE DATABASE contract_memos TEMPLATE daybook_template"
         )
         url = templates.pg_root.format(db="contract_memos")
-    settings = Settings(
-        data_dir=tmp / "data",
-        database_url=url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        link_preview_allow_private="localhost",
-    )
+    settings = make_settings(url, tmp, link_preview_allow_private="localhost")
     try:
         with pages.serve() as port:
             async with AsyncTestClient(app=create_app(settings)) as client:

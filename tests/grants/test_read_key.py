@@ -24,6 +24,7 @@ TABLES = (
     "memo_share",
     "saved_view",
     "memo_event",
+    "memo_trash",
 )
 
 
@@ -47,7 +48,9 @@ async def test_read_key_attempting_every_write(
 ) -> None:
     mine = (await space_memo(bob, team.name, "share", content="space memo")).json()
     personal = await bob.memo("personal", visibility="PRIVATE")
-    other = await bob.memo("other", visibility="PRIVATE")
+    other = await bob.memo("other #work", visibility="PRIVATE")
+    trashed = await bob.memo("trashed", visibility="PRIVATE")
+    assert (await bob.delete(f"/api/v1/{trashed['name']}")).status_code == 200
     r = await bob.post(
         "/api/v1/attachments",
         json={
@@ -77,6 +80,7 @@ async def test_read_key_attempting_every_write(
             ),
             ("PATCH", f"/api/v1/{target}/attachments", {"attachments": [{"name": attachment}]}),
             ("POST", f"/api/v1/{target}/shares", {}),
+            ("POST", f"/api/v1/{target}:revert", {"version": 1}),
         ]
         for method, url, body in attempts:
             r = await client.request(method, url, json=body, headers=agent)
@@ -92,6 +96,10 @@ async def test_read_key_attempting_every_write(
         ),
         ("DELETE", f"/api/v1/{attachment}", None),
         ("POST", "/api/v1/users/bob/views", {"title": "v", "filter": "pinned"}),
+        ("POST", f"/api/v1/{trashed['name']}:undelete", None),
+        ("POST", "/api/v1/memos/-/tags:rename", {"oldTag": "work", "newTag": "job"}),
+        ("POST", "/api/v1/memos/-/tags:delete", {"tag": "work"}),
+        ("POST", "/api/v1/users/bob:importMemos", None),
     ]:
         r = await client.request(method, url, json=body, headers=agent)
         assert r.status_code == 403, (method, url, r.status_code, r.text)

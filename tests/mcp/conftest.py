@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Templates, _admin_exec
-from tests.support import free_port
+from tests.support import free_port, make_settings
 
 
 @contextlib.contextmanager
@@ -89,14 +89,8 @@ async def module_db(dialect: str, templates: Templates) -> AsyncIterator[tuple[s
 
 
 def live_settings(database_url: str, data_dir: pathlib.Path, **kw: Any) -> Settings:
-    return Settings(
-        data_dir=data_dir,
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model="hash-64",
-        **kw,
+    return make_settings(
+        database_url, data_dir.parent, data_dir=data_dir, embedding_model="hash-64", **kw
     )
 
 

@@ -15,6 +15,7 @@ from litestar.testing import AsyncTestClient
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Templates, _admin_exec, _counter
+from tests.support import make_settings
 
 
 @dataclass
@@ -40,13 +41,7 @@ async def other(
         name = f"o_{os.getpid()}_{next(_counter)}"
         await _admin_exec(templates.pg_root, f"CREATE DATABASE {name} TEMPLATE daybook_template")
         url = templates.pg_root.format(db=name)
-    settings = Settings(
-        data_dir=root / "data",
-        database_url=url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    settings = make_settings(url, root)
     async with AsyncTestClient(app=create_app(settings)) as client:
         yield Instance(client, settings)
     if name:

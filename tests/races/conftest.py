@@ -7,15 +7,9 @@ import pathlib
 import pytest
 
 from app.settings import Settings
+from tests.support import make_settings
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model="hash-64",
-    )
+    return make_settings(database_url, tmp_path, embedding_model="hash-64")

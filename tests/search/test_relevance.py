@@ -32,22 +32,14 @@ from app.search.terms import parse_terms
 from app.settings import Settings, load_settings
 from tests.conftest import Actor
 from tests.search.conftest import contents, embed_all, search
-from tests.support import restricted_key
+from tests.support import make_settings, restricted_key
 
 FLOOR = "0.35:0.3"  # hashing embedder: a cosine of 0.35 and within 0.3 of the best
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: pathlib.Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=database_url,
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-        embedding_model="hash-64",
-        search_floor=FLOOR,
-    )
+    return make_settings(database_url, tmp_path, embedding_model="hash-64", search_floor=FLOOR)
 
 
 # --- pure: the floor and the fusion -------------------------------------------------------

@@ -242,6 +242,23 @@ async def test_list_spaces_pages(alice: Actor) -> None:
     assert (await alice.get("/api/v1/spaces?state=GONE")).status_code == 400
 
 
+async def test_list_members_pages(alice: Actor, team: Team) -> None:
+    """One member per page, in user order, then no token; a forged position is a 400."""
+    seen: list[str] = []
+    token = ""
+    while True:
+        r = await alice.get(f"/api/v1/{team.name}/members?pageSize=1&pageToken={token}")
+        assert r.status_code == 200, r.text
+        assert len(r.json()["members"]) == 1
+        seen += [m["user"] for m in r.json()["members"]]
+        token = r.json()["nextPageToken"]
+        if len(seen) == 3:
+            break
+    assert seen == ["users/alice", "users/bob", "users/carol"] and token == ""
+    r = await alice.get(f"/api/v1/{team.name}/members?pageToken=garbage")
+    assert r.status_code == 400 and "pageToken" in r.json()["message"]
+
+
 async def test_delete_space_deletes_its_memos(alice: Actor, bob: Actor, team: Team) -> None:
     memo = (await space_memo(bob, team.name, "share")).json()
     personal = await bob.memo("kept", visibility="PRIVATE")

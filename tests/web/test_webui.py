@@ -11,8 +11,8 @@ import pytest
 from litestar.testing import TestClient
 
 from app.server import create_app
-from app.settings import Settings
 from app.webui import CSP
+from tests.support import make_settings
 
 PASSWORD = "password-1"
 
@@ -23,13 +23,7 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Any]]:
     # the first user once. A fresh app (and migrated database) per test was
     # most of this module's time.
     tmp_path = tmp_path_factory.mktemp("webui")
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{tmp_path / 'web.db'}",
-        password_hasher="cheap",
-        secret="test-secret",
-        log_format="json",
-    )
+    settings = make_settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path)
     with TestClient(app=create_app(settings)) as client:
         yield client
 

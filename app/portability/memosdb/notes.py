@@ -12,6 +12,7 @@ from app.api.structs import UID_RE
 from app.db.schema import memo, memo_relation, reaction
 from app.errors import DaybookError, InvalidArgument, NotFound, PermissionDenied
 from app.instance.store import AccessSettings
+from app.memos.bulk import NewMemo, insert_memos, prerender_all
 from app.memos.lookup import comment_placement
 from app.memos.schemas import LocationIn, MemoIn
 from app.memos.service import WriteContext, insert_memo, prepare_memo
@@ -54,25 +55,28 @@ def _body(m: MemosMemo, visibility: str) -> MemoIn:
     )
 
 
-async def _existing_memo(conn: AsyncConnection, st: State, m: MemosMemo, kind: str) -> bool:
-    row = (
-        await conn.execute(sa.select(memo.c.id, memo.c.creator_id).where(memo.c.uid == m.uid))
-    ).first()
-    if row is None:
-        return False
-    if row.creator_id == st.users[m.creator_id].id:
-        st.memos[m.id] = int(row.id)
-        st.report.existing[kind] += 1
-    else:
-        st.report.problem(kind, f"{m.uid}: this id is held by another Daybook user")
-    return True
-
-
 def _context(st: State, caller: LocalCaller) -> WriteContext:
     access = AccessSettings(
         access_mode=st.mode, disallow_public_visibility=False, content_length_limit=MAX_CONTENT
     )
     return WriteContext(caller, access, st.now)
+
+
+async def _prepare(
+    conn: AsyncConnection,
+    st: State,
+    m: MemosMemo,
+    data: MemoIn,
+    parent_id: int | None,
+    force_space: tuple[int, str] | None,
+) -> NewMemo:
+    """Every create check, as its creator; ``force_space`` keeps a refused SPACE placement."""
+    user = st.users[m.creator_id]
+    ctx = _context(st, local_caller(user.id, user.username, user.role, TOOL))
+    prepared = await prepare_memo(conn, ctx, data, m.uid, parent_id)
+    if force_space is not None:
+        prepared.values.update(visibility="SPACE", space_id=force_space[0], tree=force_space[1])
+    return NewMemo(ctx, prepared)
 
 
 async def _insert(
@@ -83,16 +87,13 @@ async def _insert(
     parent_id: int | None,
     force_space: tuple[int, str] | None,
 ) -> int:
-    """Create through the memo services; ``force_space`` keeps a refused SPACE placement."""
-    user = st.users[m.creator_id]
-    ctx = _context(st, local_caller(user.id, user.username, user.role, TOOL))
-    prepared = await prepare_memo(conn, ctx, data, m.uid, parent_id)
-    if force_space is not None:
-        prepared.values.update(visibility="SPACE", space_id=force_space[0], tree=force_space[1])
-    return await insert_memo(conn, ctx, prepared)
+    """Create through the memo services, now (a comment, whose parent must exist)."""
+    new = await _prepare(conn, st, m, data, parent_id, force_space)
+    return await insert_memo(conn, new.ctx, new.prepared)
 
 
-async def _top_level(conn: AsyncConnection, st: State, m: MemosMemo) -> None:
+async def _top_level(conn: AsyncConnection, st: State, m: MemosMemo) -> NewMemo:
+    """The memo prepared as a top-level one (placed in its carried space when it may be)."""
     visibility = (
         m.visibility if m.visibility in ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE") else "PRIVATE"
     )
@@ -104,37 +105,33 @@ async def _top_level(conn: AsyncConnection, st: State, m: MemosMemo) -> None:
         st.report.note(f"memo: {m.uid}: SPACE memo without a carried space: imported PRIVATE")
     base = _body(m, "PRIVATE" if visibility == "SPACE" else visibility)
     if placed is None:
-        st.memos[m.id] = await _insert(conn, st, m, base, None, None)
-        return
+        return await _prepare(conn, st, m, base, None, None)
     body = msgspec.structs.replace(
         base, visibility=visibility, space=f"spaces/{placed[1]}", tree=SHARE
     )
     try:
-        st.memos[m.id] = await _insert(conn, st, m, body, None, None)
+        return await _prepare(conn, st, m, body, None, None)
     except (PermissionDenied, NotFound, InvalidArgument) as exc:
         if visibility == "SPACE":
             st.report.note(
                 f"memo: {m.uid}: kept in space {placed[1]!r} at {SHARE!r} although its creator "
                 f"may not write there now ({exc.message})"
             )
-            st.memos[m.id] = await _insert(conn, st, m, base, None, (placed[0], SHARE))
-        else:
-            st.report.note(
-                f"memo: {m.uid}: {visibility} memo kept out of its space ({exc.message})"
-            )
-            st.memos[m.id] = await _insert(conn, st, m, base, None, None)
+            return await _prepare(conn, st, m, base, None, (placed[0], SHARE))
+        st.report.note(f"memo: {m.uid}: {visibility} memo kept out of its space ({exc.message})")
+        return await _prepare(conn, st, m, base, None, None)
 
 
 async def _comment(conn: AsyncConnection, st: State, m: MemosMemo) -> None:
     parent_id = st.memos.get(m.parent_id or 0)
     if parent_id is None:
         st.report.note(f"comment: {m.uid}: its parent was not carried: imported as a memo")
-        await _top_level(conn, st, m)
+        await _now(conn, st, m, await _top_level(conn, st, m))
         return
     parent = (await conn.execute(sa.select(memo).where(memo.c.id == parent_id))).one()
     if parent.parent_id is not None:
         st.report.note(f"comment: {m.uid}: its parent is a comment: imported as a memo")
-        await _top_level(conn, st, m)
+        await _now(conn, st, m, await _top_level(conn, st, m))
         return
     visibility = (
         m.visibility if m.visibility in ("PRIVATE", "PROTECTED", "PUBLIC", "SPACE") else "PRIVATE"
@@ -144,7 +141,7 @@ async def _comment(conn: AsyncConnection, st: State, m: MemosMemo) -> None:
             f"comment: {m.uid}: a {visibility} comment on a space memo: imported as a separate "
             "memo, so that it is not shown to the space"
         )
-        await _top_level(conn, st, _unplaced(m))
+        await _now(conn, st, m, await _top_level(conn, st, _unplaced(m)))
         return
     if visibility == "SPACE" and parent.visibility != "SPACE":
         visibility = "PRIVATE"
@@ -172,10 +169,32 @@ def _unplaced(m: MemosMemo) -> MemosMemo:
     return dataclasses.replace(m, space_id=None, parent_id=None)
 
 
+async def _now(conn: AsyncConnection, st: State, m: MemosMemo, new: NewMemo) -> None:
+    st.memos[m.id] = await insert_memo(conn, new.ctx, new.prepared)
+
+
+async def _existing(conn: AsyncConnection, page: list[MemosMemo]) -> dict[str, tuple[int, int]]:
+    """The page's uids already on this instance: uid → (memo id, creator id), one statement."""
+    found = await conn.execute(
+        sa.select(memo.c.uid, memo.c.id, memo.c.creator_id).where(
+            memo.c.uid.in_(sorted({m.uid for m in page}))
+        )
+    )
+    return {str(uid): (int(memo_id), int(creator)) for uid, memo_id, creator in found}
+
+
 async def carry_memos(conn: AsyncConnection, source: MemosSource, st: State) -> None:
+    """Top-level memos a page at a time (parsed in parallel, written in a few statements:
+    :mod:`app.memos.bulk`), then comments one by one (each needs its parent's row)."""
     for comments in (False, True):
         kind = "comment" if comments else "memo"
         async for page in source.memos(comments=comments):
+            existing = await _existing(conn, page)
+            await prerender_all(
+                (m.content for m in page if m.uid not in existing and m.creator_id in st.users),
+                MAX_CONTENT,
+            )
+            pending: list[tuple[MemosMemo, NewMemo]] = []
             for m in page:
                 if st.opts.progress is not None:
                     st.opts.progress(1)
@@ -188,16 +207,27 @@ async def carry_memos(conn: AsyncConnection, source: MemosSource, st: State) -> 
                 if len(m.content.encode()) > MAX_CONTENT:
                     st.report.problem(kind, f"{m.uid}: content is larger than {MAX_CONTENT} bytes")
                     continue
-                if await _existing_memo(conn, st, m, kind):
+                if m.uid in existing:
+                    memo_id, creator = existing[m.uid]
+                    if creator == st.users[m.creator_id].id:
+                        st.memos[m.id] = memo_id
+                        st.report.existing[kind] += 1
+                    else:
+                        st.report.problem(kind, f"{m.uid}: this id is held by another Daybook user")
                     continue
                 try:
                     if comments:
                         await _comment(conn, st, m)
                     else:
-                        await _top_level(conn, st, m)
+                        pending.append((m, await _top_level(conn, st, m)))
+                        continue
                 except DaybookError as exc:
                     st.report.problem(kind, f"{m.uid}: {exc.message}")
                     continue
+                st.report.carried[kind] += 1
+            ids = await insert_memos(conn, [new for _, new in pending])
+            for (m, _), memo_id in zip(pending, ids, strict=True):
+                st.memos[m.id] = memo_id
                 st.report.carried[kind] += 1
 
 
