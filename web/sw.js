@@ -15,7 +15,7 @@ const CACHE = "daybook-v1";
 const API = /^\/api\/v1\/(auth\/me$|instance\/profile$|users\/[^/]+:getStats$|memos(\/[^/:]+)?$)/;
 
 // Loaded with import() only when needed, so fetched now: the outbox must load offline.
-const LAZY = ["/assets/outbox.js", "/assets/memo-page.js", "/assets/extras.js", "/assets/extras.css", "/assets/i18n/en-extra.js"];
+const LAZY = ["/assets/outbox.js", "/assets/memo-page.js", "/assets/settings.js", "/assets/extras.js", "/assets/extras.css", "/assets/i18n/en-extra.js"];
 
 self.addEventListener("install", (e) => {
   self.skipWaiting();

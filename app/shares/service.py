@@ -54,8 +54,14 @@ async def create_share(
     _require_author(caller, memo_row)
     if memo_row.parent_id is not None:
         raise InvalidArgument(f"memo {memo_row.uid!r} is a comment: comments cannot be shared")
-    if memo_row.visibility not in SHAREABLE or memo_row.space_id is not None:
+    if memo_row.visibility not in SHAREABLE:
         raise Conflict(f"memo {memo_row.uid!r} is a SPACE memo: space memos cannot be shared")
+    if memo_row.space_id is not None:
+        # Only its author gets here, who placed it; the path's owners also write
+        # a placed memo, and a link must not publish their edits (decision 0030).
+        raise Conflict(
+            f"memo {memo_row.uid!r} is placed in a space: only memos outside spaces can be shared"
+        )
     if memo_row.state != "NORMAL":
         raise Conflict(f"memo {memo_row.uid!r} is archived: archived memos cannot be shared")
     if expires is not None and expires <= now:

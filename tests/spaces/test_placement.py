@@ -95,7 +95,10 @@ async def test_placed_memos_are_read_by_their_visibility(
     assert r.status_code == 200, r.text
     assert "space" not in r.json()
     # A placed memo cannot be shared: its path's owners write it too.
-    assert (await bob.post(f"/api/v1/{public['name']}/shares", json={})).status_code == 409
+    r = await bob.post(f"/api/v1/{public['name']}/shares", json={})
+    assert r.status_code == 409
+    # Said as it is (it used to call a placed PUBLIC memo "a SPACE memo").
+    assert "is placed in a space: only memos outside spaces can be shared" in r.json()["message"]
 
 
 async def test_restricted_keys_reach_placed_memos_only_inside_their_ceiling(

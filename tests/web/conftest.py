@@ -76,7 +76,9 @@ class Server:
         self.sign_in(user)
 
 
-def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    data_dir: pathlib.Path, ready_within: float = 60
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {
         **os.environ,
@@ -94,7 +96,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     log.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log_path.read_bytes().decode(errors="replace")[-2000:]
@@ -106,7 +108,7 @@ def start_server(data_dir: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
             pass
         time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("daybook serve did not become ready in 60 s")
+    raise RuntimeError(f"daybook serve did not become ready in {ready_within:.0f} s")
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +162,51 @@ def new_page(browser: Any, server: Server) -> Iterator[Any]:
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+@pytest.fixture(scope="module")
+def _kept_pages(browser: Any, server: Server) -> Iterator[dict[str, Any]]:
+    pages: dict[str, Any] = {}
+    yield pages
+    for page in pages.values():
+        page.context.close()
+
+
+@pytest.fixture
+def signed_in(browser: Any, server: Server, _kept_pages: dict[str, Any]) -> Any:
+    """``signed_in(user)``: that user's page, signed in once per module.
+
+    Most tests of a module act as the same user; a context and a sign-in each
+    was a large part of the web tests' time. Each call starts the page afresh
+    on Home (a full load, desktop viewport, light scheme, no JS errors
+    recorded yet), so a test sees the server's current state, not the last
+    test's screen. Tests that need a fresh browser state use ``new_page``.
+    """
+    from tests.web.pages import EDITOR, ensure_admin, sign_in
+
+    def get(user: str) -> Any:
+        page = _kept_pages.get(user)
+        if page is None:
+            ensure_admin(server)
+            ctx = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 800})
+            ctx.set_default_timeout(10_000)
+            page = ctx.new_page()
+            errors: list[str] = []
+            console: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+            page.js_errors = errors
+            page.console_errors = console
+            sign_in(page, user)
+            _kept_pages[user] = page
+            return page
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.emulate_media(color_scheme="light")
+        page.goto("about:blank")
+        page.js_errors.clear()  # from here on, this test's errors only
+        page.console_errors.clear()
+        page.goto("/")
+        page.get_by_label(EDITOR).wait_for()
+        return page
+
+    return get

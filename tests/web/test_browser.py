@@ -102,10 +102,9 @@ def test_first_user_journey(new_page: Any, server: Server) -> None:
     assert page.js_errors == []
 
 
-def test_restricted_key_for_an_agent(new_page: Any, server: Server) -> None:
+def test_restricted_key_for_an_agent(new_page: Any, signed_in: Any, server: Server) -> None:
     ensure_admin(server)
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     page.get_by_role("link", name="Settings").click()
     page.get_by_label("Description").fill("calendar agent")
     page.get_by_label("Restrict this key (for agents)").check()
@@ -157,11 +156,10 @@ HOSTILE = (
 )
 
 
-def test_hostile_content_renders_inert(new_page: Any, server: Server) -> None:
+def test_hostile_content_renders_inert(new_page: Any, signed_in: Any, server: Server) -> None:
     ensure_admin(server)
     server.api("alice", "POST", "/memos", json={"content": HOSTILE})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     memo = card(page, "hostile")
     expect(memo).to_be_visible()
     content = memo.locator(".memo-content")
@@ -180,7 +178,7 @@ def test_hostile_content_renders_inert(new_page: Any, server: Server) -> None:
     assert page.js_errors == []
 
 
-def test_comments_reactions_and_a_share_link(new_page: Any, server: Server) -> None:
+def test_comments_reactions_and_a_share_link(new_page: Any, signed_in: Any, server: Server) -> None:
     ensure_admin(server)
     server.api(
         "alice",
@@ -188,8 +186,7 @@ def test_comments_reactions_and_a_share_link(new_page: Any, server: Server) -> N
         "/memos",
         json={"content": "Lunch plans for friday", "visibility": "PROTECTED"},
     )
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     memo = card(page, "Lunch plans")
     memo.get_by_role("button", name="Comments").click()
     memo.get_by_label("Write a comment").fill("count me in")
@@ -216,11 +213,10 @@ def test_comments_reactions_and_a_share_link(new_page: Any, server: Server) -> N
     expect(anonymous.get_by_label(EDITOR)).to_have_count(0)
 
 
-def test_heatmap_day_and_keyboard_navigation(new_page: Any, server: Server) -> None:
+def test_heatmap_day_and_keyboard_navigation(new_page: Any, signed_in: Any, server: Server) -> None:
     ensure_admin(server)
     server.api("alice", "POST", "/memos", json={"content": "written today for the heatmap"})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     today = page.evaluate(
         "() => { const d = new Date(); const p = (n) => String(n).padStart(2, '0');"
         " return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`; }"

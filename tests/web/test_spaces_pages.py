@@ -21,12 +21,6 @@ ARTIFACTS = ROOT / "test-artifacts"
 PHONE = {"width": 390, "height": 844}
 
 
-def _console_errors(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    return errors
-
-
 def _shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.evaluate(
@@ -41,7 +35,7 @@ def _ensure_user(server: Server, user: str) -> None:
         server.create_user("alice", user)
 
 
-def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> None:
+def test_memo_page_history_links_and_shares(new_page: Any, signed_in: Any, server: Server) -> None:
     """A memo's time opens its page: comments, backlinks, history with a diff, share links."""
     ensure_admin(server)
     target = server.api("alice", "POST", "/memos", json={"content": "Seed order for spring"})
@@ -61,8 +55,7 @@ def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> No
     )
     uid = target["name"].split("/")[1]
 
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     card(page, "Seed order for spring").locator("a.memo-time").click()
     expect(page).to_have_url(re.compile(rf"#/m/{uid}$"))
     expect(page.locator("article.memo-card")).to_have_count(1)
@@ -123,12 +116,13 @@ def test_memo_page_history_links_and_shares(new_page: Any, server: Server) -> No
     assert page.js_errors == []
 
 
-def test_timeline_share_asks_before_sharing_private(new_page: Any, server: Server) -> None:
+def test_timeline_share_asks_before_sharing_private(
+    new_page: Any, signed_in: Any, server: Server
+) -> None:
     """ "Copy share link" on a Private memo asks first; cancelling makes no link."""
     ensure_admin(server)
     memo = server.api("alice", "POST", "/memos", json={"content": "Door code is in the drawer"})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     c = card(page, "Door code is in the drawer")
     c.get_by_label("Actions").click()
     c.get_by_role("menuitem", name="Copy share link").click()
@@ -152,11 +146,10 @@ def _patch_of(field: str) -> Any:
     return matches
 
 
-def test_admin_screen(new_page: Any, server: Server) -> None:
+def test_admin_screen(new_page: Any, signed_in: Any, server: Server) -> None:
     """List, create, change role, archive; the registration switch."""
     ensure_admin(server)
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     page.locator(".sidebar").get_by_role("link", name="Users").click()
     expect(page.get_by_role("heading", name="Users", level=1)).to_be_visible()
     expect(page.locator(".user-row", has_text="alice")).to_contain_text("(you)")
@@ -190,6 +183,16 @@ def test_admin_screen(new_page: Any, server: Server) -> None:
     page.get_by_role("button", name="Restore dave").click()
     expect(page.locator(".user-row", has_text="dave")).not_to_contain_text("archived")
 
+    # A one-time reset link for dave, shown once (the page it opens: below).
+    page.get_by_role("button", name="Password reset link for dave").click()
+    dlg = page.get_by_role("dialog", name="Password reset link")
+    expect(dlg).to_contain_text("dave chooses the new password")
+    assert (
+        dlg.locator("code").inner_text().startswith(f"{server.url}/reset-password#token=dbk_reset_")
+    )
+    dlg.get_by_role("button", name="Close").click()
+    expect(page.get_by_role("button", name="Password reset link for alice")).to_have_count(0)
+
     switch = page.get_by_label("Allow anyone to sign up")
     before = switch.is_checked()
     switch.click()
@@ -213,15 +216,14 @@ def test_admin_screen(new_page: Any, server: Server) -> None:
     assert page.js_errors == [] and bob.js_errors == []
 
 
-def test_space_workflow(new_page: Any, server: Server) -> None:
+def test_space_workflow(new_page: Any, signed_in: Any, server: Server) -> None:
     """Create, invite, accept, grant from the tree, tick a shared task; an outsider sees nothing."""
     ensure_admin(server)
     for user in ("bob", "carol"):
         _ensure_user(server, user)
 
-    alice = new_page()
-    alice_console = _console_errors(alice)
-    sign_in(alice, "alice")
+    alice = signed_in("alice")
+    alice_console = alice.console_errors  # from the page's load on
     sidebar = alice.locator(".sidebar")
     sidebar.get_by_role("button", name="New space").click()
     alice.get_by_label("Title").fill("Garden club")
@@ -393,12 +395,11 @@ def test_wrong_password_says_so_and_keeps_the_username(new_page: Any, server: Se
     assert page.js_errors == []
 
 
-def test_archive_has_undo(new_page: Any, server: Server) -> None:
+def test_archive_has_undo(new_page: Any, signed_in: Any, server: Server) -> None:
     """Archiving offers Undo; Undo puts the memo back in the timeline and on the server."""
     ensure_admin(server)
     memo = server.api("alice", "POST", "/memos", json={"content": "Return the library books"})
-    page = new_page()
-    sign_in(page, "alice")
+    page = signed_in("alice")
     # The heatmap has month and weekday labels and a legend.
     side = page.locator(".sidebar")
     expect(side.locator(".heat-month").filter(has_text=re.compile(r"[A-Za-z]"))).not_to_have_count(
@@ -416,3 +417,38 @@ def test_archive_has_undo(new_page: Any, server: Server) -> None:
     expect(card(page, "Return the library books")).to_be_visible()
     assert server.api("alice", "GET", f"/{memo['name']}")["state"] == "NORMAL"
     assert page.js_errors == []
+
+
+def test_reset_link_page_sets_the_users_own_password(new_page: Any, server: Server) -> None:
+    """The page a one-time reset link opens: the user sets its own password (decision 0022).
+
+    (Was a module of its own, with its own server and browser.)"""
+    ensure_admin(server)
+    server.create_user("alice", "dana")
+    link = server.api("alice", "POST", "/users/dana/passwordResets")["resetUrl"]
+    assert link.startswith(server.url + "/reset-password#token=dbk_reset_")
+
+    page = new_page()
+    page.goto(link)
+    assert "#token" not in page.url  # dropped from the address bar (and history)
+    # The rule is on the page, and checked before anything is sent.
+    expect(page.locator("#pw-rule")).to_have_text("At least 8 characters, at most 1024 bytes.")
+    page.fill("#pw", "short")
+    page.fill("#pw2", "short")
+    page.click("button[type=submit]")
+    expect(page.locator("#pw")).to_have_js_property(
+        "validationMessage", "The password needs at least 8 characters."
+    )
+    page.fill("#pw", "danas-own-pass")
+    page.fill("#pw2", "danas-own-pass")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Password set for dana")
+    assert page.js_errors == []
+    csp = httpx.get(f"{server.url}/reset-password").headers["content-security-policy"]
+    assert "script-src 'self'" in csp
+    server.sign_in("dana", "danas-own-pass")
+    r = httpx.post(
+        f"{server.url}/api/v1/auth/signin",
+        json={"passwordCredentials": {"username": "dana", "password": PASSWORD}},
+    )
+    assert r.status_code == 401

@@ -17,8 +17,12 @@ from tests.support import make_settings
 PASSWORD = "password-1"
 
 
-@pytest.fixture
-def web(tmp_path: pathlib.Path) -> Iterator[TestClient[Any]]:
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient[Any]]:
+    # One app for the module: every test but one only reads, and that one makes
+    # the first user once. A fresh app (and migrated database) per test was
+    # most of this module's time.
+    tmp_path = tmp_path_factory.mktemp("webui")
     settings = make_settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path)
     with TestClient(app=create_app(settings)) as client:
         yield client
@@ -118,3 +122,16 @@ def test_manifest_names_the_share_target_the_worker_takes(web: TestClient[Any]) 
     assert set(target["params"]) == {"title", "text", "url", "files"}
     assert '"/share-target"' in web.get("/sw.js").text
     assert 'rel="manifest"' in web.get("/").text
+
+
+def test_the_clients_password_rule_is_the_servers() -> None:
+    """The sign-up and password forms check, and say, the rule the server enforces."""
+    from app.users.service import MAX_PASSWORD, MIN_PASSWORD
+
+    web_dir = pathlib.Path(__file__).resolve().parents[2] / "web"
+    rule = (web_dir / "assets" / "passwords.js").read_text()
+    assert f"export const MIN_PASSWORD = {MIN_PASSWORD};" in rule
+    assert f"export const MAX_PASSWORD_BYTES = {MAX_PASSWORD};" in rule
+    said = f"At least {MIN_PASSWORD} characters, at most {MAX_PASSWORD} bytes."
+    assert f'passwordRule: "{said}"' in (web_dir / "assets" / "i18n" / "en.js").read_text()
+    assert said in (web_dir / "reset-password.html").read_text()

@@ -1,12 +1,21 @@
 // The admin screen (#/admin): every user with role and state, create a user
 // (so sign-up can stay closed), change roles, archive and restore, the
-// registration switch. (Password reset links: see decision 0025.) Loaded
-// only when the screen is opened, so other pages do not pay for it.
+// registration switch, and one-time password reset links (decision 0022: the
+// admin never learns a password; decision 0039). Loaded only when the screen
+// is opened, so other pages do not pay for it.
 import { api } from "./api.js";
-import { clear, confirmDialog, field, h, relativeTime, toast } from "./dom.js";
-import { t } from "./i18n.js";
+import { clear, confirmDialog, copyText, dialog, field, h, relativeTime, toast } from "./dom.js";
+import { addStrings, t } from "./i18n.js";
 import { isAdmin, state } from "./store.js";
+import { passwordMessage } from "./auth.js";
+import { checkNewPassword } from "./passwords.js";
 
+addStrings({
+  resetLink: "Reset link",
+  resetLinkFor: "Password reset link for {user}",
+  resetLinkTitle: "Password reset link",
+  resetLinkHelp: "Send this link to {user}. It works once, until {time}; {user} chooses the new password. Their current password keeps working until then.",
+});
 
 export function renderAdmin(container) {
   if (!isAdmin()) {
@@ -52,7 +61,20 @@ function userRow(u, reload) {
       me ? h("span", { class: "muted small" }, ` (${t("you")})`) : null,
       archived ? h("span", { class: "badge" }, t("archivedUser")) : null,
       h("div", { class: "muted small" }, t("joined", { time: relativeTime(u.createTime) }), u.email ? ` · ${u.email}` : "")),
-    h("div", { class: "row-actions" }, role, toggle));
+    h("div", { class: "row-actions" }, role, me || archived ? null : h("button", { type: "button", class: "btn small",
+      "aria-label": t("resetLinkFor", { user: u.username }), onclick: () => resetLink(u) }, t("resetLink")), toggle));
+}
+
+// A one-time link the user opens to choose a new password (never shown again).
+async function resetLink(u) {
+  let issued;
+  try { issued = await api(`/${u.name}/passwordResets`, { method: "POST", body: {} }); } catch { return; }
+  const code = h("code", { class: "secret", tabindex: "0" }, issued.resetUrl);
+  const copy = h("button", { class: "btn primary", type: "button", onclick: () => copyText(issued.resetUrl) }, t("copy"));
+  const dlg = dialog({ title: t("resetLinkTitle"), body: h("div", { class: "stack" },
+    h("p", {}, t("resetLinkHelp", { user: u.username, time: new Date(issued.expireTime).toLocaleString() })), code),
+  actions: [h("button", { class: "btn", type: "button", onclick: () => dlg.close() }, t("close")), copy] });
+  copy.focus();
 }
 
 function registrationPanel() {
@@ -78,7 +100,8 @@ function createUserPanel(reload) {
   const [userRow, username] = field(t("username"), h("input", { class: "input", required: true, autocapitalize: "none",
     spellcheck: "false", autocomplete: "off", maxlength: "32", pattern: "[A-Za-z0-9_.\\-]+" }), t("usernameRule"));
   const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", required: true,
-    minlength: "8", autocomplete: "new-password" }), t("passwordRule"));
+    autocomplete: "new-password" }), t("passwordRule"));
+  checkNewPassword(password, passwordMessage);
   const role = h("select", { class: "select" }, ["USER", "ADMIN"].map((r) => h("option", { value: r }, t(`userRole_${r}`))));
   const [roleRow] = field(t("role"), role);
   const form = h("form", { class: "stack", onsubmit: async (e) => {

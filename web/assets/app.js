@@ -7,14 +7,14 @@ import { t } from "./i18n.js";
 import { renderAuth } from "./auth.js";
 import { createComposer } from "./composer.js";
 import { fetchRendered } from "./memo-card.js";
-import { renderSettings } from "./settings.js";
 import { renderSidebar } from "./sidebar.js";
-import { currentRoute, navigate, setParams, state } from "./store.js";
+import { applyTheme, currentRoute, navigate, setParams, state } from "./store.js";
 import { createTimeline } from "./timeline.js";
 import { invitationsBanner, reloadSpaces, spacePage, spaceTitle } from "./spaces.js";
 import { renderShared } from "./share.js";
 import { contentNode } from "./memo-card.js";
 
+applyTheme(); // before anything is drawn, so a chosen theme never flashes the other one
 const app = document.getElementById("app");
 let timeline = null;
 let composer = null;
@@ -53,7 +53,7 @@ async function signedIn(res, { fresh }) {
   state.spaces = found.spaces;
   state.views = found.views;
   // Invitations and the caller's access per space (which memos it may edit).
-  if (features.spaces) await reloadSpaces();
+  if (features.spaces) await reloadSpaces(found.spaces);
   const now = currentRoute();
   // Pages whose content depends on the spaces draw again; others keep the editor.
   render({ keepComposer: !["space", "m"].includes(now.name) });
@@ -68,7 +68,18 @@ function sendOutbox() {
     import("./outbox.js").then((m) => m.flush(state.me.username)).then((n) => n && timeline && render());
   }
 }
-window.addEventListener("online", sendOutbox);
+// Back online: send what was queued, and ask again which optional endpoints
+// exist (an app opened offline found none, so it offered no attachments).
+window.addEventListener("online", async () => {
+  sendOutbox();
+  if (!state.me || !layout) return;
+  const found = await detectFeatures(state.me.username);
+  state.spaces = found.spaces;
+  state.views = found.views;
+  if (features.spaces) await reloadSpaces();
+  composer?.refresh();
+  renderSidebar(layout.sidebar, currentRoute());
+});
 
 let statsTurn = 0;
 async function reloadStats() {
@@ -84,12 +95,23 @@ function buildLayout() {
   const toggle = h("button", { class: "btn ghost icon menu-toggle", type: "button", "aria-controls": "sidebar",
     "aria-expanded": "false", "aria-label": t("menu"), onclick: () => setDrawer(!document.body.classList.contains("drawer-open")) }, icon("menu"));
   const main = h("main", { class: "main", id: "main", tabindex: "-1" });
+  // On phones search sits in the top bar, not only in the drawer (defect 10).
+  const phoneSearch = h("input", { type: "search", class: "input", id: "top-search", placeholder: t("search"),
+    "aria-label": t("searchMemos"), autocomplete: "off", enterkeyhint: "search" });
   const topbar = h("header", { class: "topbar" }, toggle,
     h("span", { class: "brand" }, h("span", { class: "logo", "aria-hidden": "true" }, "◐"), t("appName")),
+    h("form", { role: "search", class: "top-search", onsubmit: (e) => {
+      e.preventDefault();
+      phoneSearch.blur();
+      const q = phoneSearch.value.trim() || null;
+      const route = currentRoute();
+      if (["home", "explore", "archived", "space"].includes(route.name)) setParams({ q });
+      else navigate("home", "", { q });
+    } }, phoneSearch),
     h("button", { class: "btn ghost small", type: "button", onclick: signOut }, t("signOut")));
   const scrim = h("div", { class: "scrim", onclick: () => setDrawer(false) });
   app.replaceChildren(h("div", { class: "shell" }, sidebar, scrim, h("div", { class: "column" }, topbar, main)));
-  layout = { sidebar, main, toggle };
+  layout = { sidebar, main, toggle, phoneSearch };
 }
 
 function setDrawer(open) {
@@ -103,6 +125,9 @@ async function signOut() {
   navigator.serviceWorker?.controller?.postMessage("signed-out");
   state.me = null;
   setCsrf("");
+  // The next sign-in starts at Home, not on the page this person left (defect
+  // 10: signing out from Settings and in again landed on Settings).
+  history.replaceState(null, "", "#/");
   showAuth();
 }
 
@@ -134,12 +159,17 @@ function render({ keepComposer = false } = {}) {
   const route = currentRoute();
   setDrawer(false);
   renderSidebar(layout.sidebar, route);
+  if (document.activeElement !== layout.phoneSearch) layout.phoneSearch.value = route.params.q || "";
   if (keepComposer && layout.main.childElementCount) {
     // Only the sidebar and chips depend on late data; keep the editor's focus and text.
     layout.main.querySelector(".chips")?.replaceWith(chips(route));
     composer?.refresh();
-    if (timeline && state.spaces.length) {
-      // Space memos on this page can now show the controls their grants allow.
+    if (timeline && state.spaces.length && timeline.querySelector(".memo-card[data-space]")) {
+      // Space memos drawn before the access arrived can now show the controls
+      // their grants allow. Only then: a timeline without them (or still
+      // loading, whose cards will be drawn with the access) is kept, so a
+      // filter chosen in the first second is not fetched twice (defect 10:
+      // "the first tag filter after start takes 2 s").
       const old = timeline;
       timeline = createTimeline(route, { onCountsChanged: reloadStats });
       old.dispose();
@@ -151,7 +181,10 @@ function render({ keepComposer = false } = {}) {
   timeline = null;
   window.scrollTo(0, 0);
   if (route.name === "settings") {
-    renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
+    // Loaded when opened (first-load weight, decision 0039).
+    import("./settings.js").then((m) => {
+      if (currentRoute().name === "settings") m.renderSettings(layout.main, { onSignedIn: (res) => { state.me = res.user; setCsrf(res.csrfToken); } });
+    });
     document.title = `${t("settings")} · ${t("appName")}`;
     return;
   }
@@ -224,11 +257,11 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "Escape") {
     document.querySelectorAll("details.menu[open]").forEach((d) => { d.open = false; d.querySelector("summary")?.focus(); });
     if (document.body.classList.contains("drawer-open")) { setDrawer(false); layout?.toggle.focus(); }
-    if (typing && e.target.id === "search") e.target.blur();
+    if (typing && (e.target.id === "search" || e.target.id === "top-search")) e.target.blur();
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey || !state.me) return;
-  if (e.key === "/") { e.preventDefault(); setDrawer(window.matchMedia("(max-width: 800px)").matches); document.getElementById("search")?.focus(); }
+  if (e.key === "/") { e.preventDefault(); document.getElementById(window.matchMedia("(max-width: 800px)").matches ? "top-search" : "search")?.focus(); }
   else if (e.key === "n" && composer) { e.preventDefault(); composer.focusEditor(); }
   else if (e.key === "j" || e.key === "k") {
     const cards = [...document.querySelectorAll(".memo-card")];

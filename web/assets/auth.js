@@ -3,6 +3,10 @@ import { api } from "./api.js";
 import { clear, field, h, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { state } from "./store.js";
+import { checkNewPassword } from "./passwords.js";
+
+// The message for a password the server would refuse ("" when it is fine).
+export const passwordMessage = (problem) => (problem ? t(problem === "short" ? "passwordTooShort" : "passwordTooLong") : "");
 
 export function renderAuth(container, { onSignedIn }) {
   const firstUser = state.profile && !state.profile.initialized;
@@ -10,7 +14,10 @@ export function renderAuth(container, { onSignedIn }) {
   const draw = () => {
     const signup = mode === "signup";
     const [userRow, username] = field(t("username"), h("input", { class: "input", name: "username", autocomplete: "username", required: true, autocapitalize: "none", spellcheck: "false" }));
-    const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", name: "password", autocomplete: signup ? "new-password" : "current-password", required: true }));
+    // Sign-up shows the server's rule up front and checks it as it is typed.
+    const [pwRow, password] = field(t("password"), h("input", { class: "input", type: "password", name: "password", autocomplete: signup ? "new-password" : "current-password", required: true }),
+      signup ? t("passwordRule") : undefined);
+    if (signup) checkNewPassword(password, passwordMessage);
     const [pw2Row, password2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", name: "password2", autocomplete: "new-password", required: true }));
     const submit = h("button", { class: "btn primary wide", type: "submit" }, signup ? t("signUp") : t("signIn"));
     // Errors stay in the form (issue 19, defect 1): a 401 here is a wrong

@@ -1,13 +1,14 @@
 // The memo editor: Markdown with a live preview, task insertion, #tag
-// autocomplete, paste/drop attachments, visibility (and space + path for
-// SPACE memos), Ctrl/Cmd+Enter to save and a draft kept in localStorage.
+// autocomplete, paste/drop attachments, visibility, a place in a space (for
+// any visibility, decision 0030), Ctrl/Cmd+Enter to save and a draft kept in
+// localStorage.
 import { ApiError, api, features, memoId } from "./api.js";
 import { confirmDialog, h, nextId, toast, debounce } from "./dom.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { localDay, state } from "./store.js";
 import { icon } from "./icons.js";
-import { canonical, pathPicker, writePath } from "./tree.js";
+import { LEVELS, canonical, pathPicker, writePath } from "./tree.js";
 
 const VISIBILITIES = ["PRIVATE", "PROTECTED", "PUBLIC", "SPACE"];
 
@@ -16,7 +17,9 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   const draftKey = editing ? null : `daybook.draft.${state.me.username}`;
   const listId = nextId("tags");
   const textarea = h("textarea", {
-    class: "editor-input", rows: editing ? "6" : "3", placeholder: t("editorPlaceholder"),
+    class: "editor-input", rows: editing ? "6" : "3",
+    // No keyboard shortcut on phones, where there is no Ctrl key (defect 10).
+    placeholder: t(matchMedia("(max-width: 800px), (pointer: coarse)").matches ? "editorPlaceholderTouch" : "editorPlaceholder"),
     "aria-label": t("editorLabel"), "aria-autocomplete": "list", "aria-controls": listId,
     "aria-expanded": "false", spellcheck: "true",
   });
@@ -34,33 +37,57 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   };
   memo?.attachments.forEach((a) => fileChip(a.name, a.filename));
 
-  // Visibility (with the instance's rules), and the space + path pair for
-  // SPACE memos ("share" preselected). Refilled once optional features are known.
+  // Visibility (with the instance's rules) and, separately, where the memo
+  // is placed: no space, or a space where the caller may write and a path in
+  // its tree. Placement is independent of visibility (decision 0030): a
+  // Public memo can live in a space; only the Space visibility needs one.
+  // Refilled once optional features are known.
   const visSelect = h("select", { class: "select", "aria-label": t("visibility") });
   const spaceSelect = h("select", { class: "select", "aria-label": t("space") });
   // The default is Private every time (issue 19, defect 3), not the last choice.
   const wanted = memo?.visibility || (spaceUid ? "SPACE" : "PRIVATE");
+  const wantedSpace = memo?.space || (spaceUid ? `spaces/${spaceUid}` : "");
+  // Spaces the caller may write in: any grant of WRITE or more (its own home's
+  // OWNER grant included). Access not loaded yet: offered, the server decides.
+  const writable = () => state.spaces.filter((s) => s.name === memo?.space || !state.access[s.name]
+    || state.access[s.name].grants.some((g) => (LEVELS[g.level] || 0) >= LEVELS.WRITE));
+  let chosen = false; // the person picked a visibility or space: keep it across refills
   function fillChoices() {
+    const spaces = features.spaces ? writable() : [];
     const allowed = VISIBILITIES.filter((v) =>
       (v !== "PUBLIC" || !state.profile?.disallowPublicVisibility || memo?.visibility === "PUBLIC") &&
-      (v !== "SPACE" || (features.spaces && state.spaces.length)));
-    const current = visSelect.value || wanted;
+      (v !== "SPACE" || spaces.length));
+    const current = chosen ? visSelect.value : wanted;
     visSelect.replaceChildren(...allowed.map((v) => h("option", { value: v }, t(`vis_${v}`))));
     visSelect.value = allowed.includes(current) ? current : allowed.includes(wanted) ? wanted : "PRIVATE";
-    const space = spaceSelect.value || memo?.space || (spaceUid ? `spaces/${spaceUid}` : "");
-    spaceSelect.replaceChildren(...state.spaces.map((s) => h("option", { value: s.name }, s.title || s.name)));
-    if (space) spaceSelect.value = space;
+    const space = chosen ? spaceSelect.value : wantedSpace;
+    spaceSelect.replaceChildren(h("option", { value: "" }, t("noSpace")),
+      ...spaces.map((s) => h("option", { value: s.name }, s.title || s.name)));
+    spaceSelect.value = spaces.some((s) => s.name === space) ? space : "";
+    spaceSelect.hidden = !spaces.length;
   }
   fillChoices();
   // Where in the space's tree: chosen from the tree ("share" preselected),
   // never typed as a free-text path.
-  const initialSpace = memo?.space || (spaceUid ? `spaces/${spaceUid}` : state.spaces[0]?.name || "");
-  const pathInput = pathPicker({ space: spaceSelect.value || initialSpace,
-    value: memo?.tree ? canonical(memo.tree, memo.space) : "share", label: t("path") });
-  spaceSelect.addEventListener("change", () => pathInput.setSpace(spaceSelect.value));
+  const initialPath = memo?.tree ? canonical(memo.tree, memo.space) : "share";
+  const pathInput = pathPicker({ space: spaceSelect.value || wantedSpace, value: initialPath, label: t("path") });
   const spaceRow = h("span", { class: "space-row" }, spaceSelect, pathInput);
-  const syncSpace = () => { spaceRow.hidden = visSelect.value !== "SPACE"; };
+  // The path is asked for only when a space is chosen; the Space visibility
+  // needs one, so choosing it places the memo in the first space, and taking
+  // the memo out of every space makes a Space memo Private (never wider).
+  const syncSpace = () => { pathInput.hidden = !spaceSelect.value; };
+  spaceSelect.addEventListener("change", () => {
+    chosen = true;
+    pathInput.setSpace(spaceSelect.value);
+    if (!spaceSelect.value && visSelect.value === "SPACE") visSelect.value = "PRIVATE";
+    syncSpace();
+  });
   visSelect.addEventListener("change", () => {
+    chosen = true;
+    if (visSelect.value === "SPACE" && !spaceSelect.value && spaceSelect.options.length > 1) {
+      spaceSelect.selectedIndex = 1;
+      pathInput.setSpace(spaceSelect.value);
+    }
     syncSpace();
   });
   syncSpace();
@@ -126,7 +153,13 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     saveButton.disabled = true;
     saveButton.textContent = t("saving");
     const body = { content, visibility: visSelect.value };
-    if (visSelect.value === "SPACE") { body.space = spaceSelect.value; body.tree = writePath(pathInput.value(), spaceSelect.value); }
+    // The place is sent on a create in a space, and on an edit only when it
+    // changed (a memo whose place the caller cannot see shows none: unchanged).
+    const place = spaceSelect.value ? { space: spaceSelect.value, tree: writePath(pathInput.value(), spaceSelect.value) } : { space: "" };
+    if (editing ? place.space !== (memo.space || "") || (place.space && pathInput.value() !== initialPath) : place.space) {
+      Object.assign(body, place);
+      if (editing && !place.space) body.tree = "";
+    }
     if (dateInput.value && dateInput.value !== shown) {
       const at = new Date(memo ? memo.displayTime || memo.createTime : Date.now());
       const [y, m, d] = dateInput.value.split("-").map(Number);
@@ -142,6 +175,9 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         saved = await api(`/memos/${memoId(memo.name)}`, { method: "PATCH", body, query: { updateMask: mask },
           headers: { "If-Match": memo.etag } });
       } else {
+        // Attachments are bound in the create itself (one transaction), so a
+        // memo queued offline keeps the files uploaded before the line dropped.
+        if (features.attachments && pending.length) body.attachments = pending.map((name) => ({ name }));
         try {
           saved = await api("/memos", { method: "POST", body, query: { memoId: clientId } });
         } catch (err) {
@@ -150,13 +186,17 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
           saved = null;
         }
       }
-      if (saved && features.attachments && (editing ? pending.join() !== memo.attachments.map((a) => a.name).join() : pending.length)) {
+      if (saved && editing && features.attachments && pending.join() !== memo.attachments.map((a) => a.name).join()) {
         await api(`/memos/${memoId(saved.name)}/attachments`, { method: "PATCH",
           body: { attachments: pending.map((name) => ({ name })) }, quiet: true }).catch(() => {});
       }
       if (!editing) {
         dateInput.value = "";
+        chosen = false;
         visSelect.value = wanted; // the default every time, never the last choice (defect 3)
+        spaceSelect.value = [...spaceSelect.options].some((o) => o.value === wantedSpace) ? wantedSpace : "";
+        pathInput.setSpace(spaceSelect.value);
+        pathInput.setValue(initialPath);
         syncSpace();
         textarea.value = "";
         pending.length = 0;
@@ -175,6 +215,9 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
 
   async function upload(files) {
     if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
+    // Files are not queued offline (only memos are): say so plainly instead of
+    // a generic network error, and keep the editor's text as it is.
+    if (!navigator.onLine) { toast(t("attachOffline"), "error"); return; }
     for (const file of files) {
       const busy = h("li", { class: "chip" }, t("attaching", { name: file.name }));
       fileList.append(busy);
@@ -184,11 +227,13 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         reader.readAsDataURL(file);
       });
       try {
-        const att = await api("/attachments", { method: "POST",
+        const att = await api("/attachments", { method: "POST", quiet: true,
           body: { filename: file.name, type: file.type || "application/octet-stream", content } });
         pending.push(att.name);
         fileChip(att.name, att.filename || file.name);
-      } catch { /* toasted */ } finally { busy.remove(); }
+      } catch (err) {
+        toast(err instanceof ApiError ? err.message || t("error") : t("attachOffline"), "error");
+      } finally { busy.remove(); }
     }
   }
 

@@ -30,7 +30,7 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
   const own = !readonly && canEdit(memo);
   const id = memoId(memo.name);
   const card = h("article", { class: `memo-card${memo.pinned ? " pinned" : ""}`, tabindex: "0",
-    "aria-labelledby": `${id}-meta`, dataset: { name: memo.name } });
+    "aria-labelledby": `${id}-meta`, dataset: memo.space ? { name: memo.name, space: memo.space } : { name: memo.name } });
 
   const refresh = async () => onChanged?.(await fetchRendered(memo.name));
 
@@ -108,12 +108,32 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
   const reactions = h("div", { class: "reactions" });
   const commentsBox = h("section", { class: "comments", hidden: true, "aria-label": t("comments") });
   const commentButton = h("button", { class: "btn ghost small", type: "button", "aria-expanded": "false",
-    onclick: () => toggleComments() }, icon("comment"), t("comments"));
+    onclick: () => toggleComments() });
+  // The count is there before opening (issue 19, defect 10): the memo's incoming
+  // COMMENT relations, which the server lists only for comments the caller may read.
+  const countLabel = (n) => n ? t(n === 1 ? "commentCountOne" : "commentCount", { count: n }) : t("comments");
+  const showCount = (n) => commentButton.replaceChildren(icon("comment"), countLabel(n));
+  showCount((memo.relations || []).filter((r) => r.type === "COMMENT" && r.relatedMemo?.name === memo.name).length);
   const footer = h("footer", { class: "memo-footer" }, reactions,
     !readonly && features.comments ? commentButton : null);
   renderReactions();
 
-  clear(card, header, body, attachments, footer, commentsBox);
+  // Long memos are collapsed in lists (never on their own page), with "Show
+  // more"; once drawn, one that fits after all loses the button again.
+  const long = !page && ((memo.content || "").length > 700 || (memo.content || "").split("\n").length > 14);
+  const more = long ? h("button", { type: "button", class: "link show-more", "aria-expanded": "false",
+    onclick: () => setCollapsed(!body.classList.contains("collapsed")) }, t("showMore")) : null;
+  function setCollapsed(on) {
+    body.classList.toggle("collapsed", on);
+    more.setAttribute("aria-expanded", String(!on));
+    more.textContent = on ? t("showMore") : t("showLess");
+  }
+  if (more) {
+    setCollapsed(true);
+    requestAnimationFrame(() => { if (body.isConnected && body.scrollHeight <= body.clientHeight + 2) { body.classList.remove("collapsed"); more.remove(); } });
+  }
+
+  clear(card, header, body, more, attachments, footer, commentsBox);
   if (openComments && features.comments && !readonly) queueMicrotask(() => toggleComments());
 
   function renderReactions() {
@@ -179,7 +199,7 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
         contentNode(c)))) : h("p", { class: "muted" }, t("noComments")),
       h("form", { class: "comment-form", onsubmit: (e) => { e.preventDefault(); send(); } }, input,
         h("button", { class: "btn primary small", type: "submit" }, t("send"))));
-    commentButton.replaceChildren(icon("comment"), t(list.length === 1 ? "commentCountOne" : "commentCount", { count: list.length }));
+    showCount(list.length);
   }
 
   function actionsMenu() {
@@ -193,7 +213,8 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
         archived ? null : item(memo.pinned ? t("unpin") : t("pin"), async () => {
           if (await patch({ pinned: !memo.pinned }, "pinned")) await refresh();
         }),
-        archived || !mine || memo.visibility === "SPACE" ? null : item(t("copyLink"), share),
+        // Share links only for unplaced memos, as the server allows (decision 0030).
+        archived || !mine || memo.visibility === "SPACE" || memo.space ? null : item(t("copyLink"), share),
         page ? null : item(t("openPage"), () => { location.hash = `#/m/${id}`; }),
         item(archived ? t("restore") : t("archive"), async () => {
           const saved = await patch({ state: archived ? "NORMAL" : "ARCHIVED" }, "state");
@@ -234,8 +255,9 @@ export function memoCard(memo, { onChanged, onRemoved, onRestored, readonly = fa
   function startEdit() {
     const editor = createComposer({ memo, autofocus: true,
       onSaved: async (saved) => { toast(t("savedToast")); onChanged?.(await fetchRendered(saved.name)); },
-      onCancel: () => { editor.replaceWith(body); card.focus(); } });
+      onCancel: () => { editor.replaceWith(body); if (more) more.hidden = false; card.focus(); } });
     body.replaceWith(editor);
+    if (more) more.hidden = true;
   }
 
   return card;

@@ -26,7 +26,7 @@ export function memoPage(container, id) {
         h("h1", { class: "visually-hidden" }, t("memo")),
         card,
         relationsSection(m),
-        own && m.visibility !== "SPACE" && m.state === "NORMAL" ? shareLinksSection(m) : null,
+        own && m.visibility !== "SPACE" && !m.space && m.state === "NORMAL" ? shareLinksSection(m) : null,
         historySection(m, draw));
     };
     draw(memo);

@@ -2,10 +2,14 @@
 // the fragment, which browsers never send to a server or in a Referer; it is
 // removed from the address bar at once. The user chooses the new password
 // here; nobody else learns it (decision 0022).
+import { checkNewPassword } from "./passwords.js";
+
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 history.replaceState(null, "", location.pathname);
 
 const form = document.getElementById("reset");
+checkNewPassword(document.getElementById("pw"), (problem) =>
+  ({ short: "The password needs at least 8 characters.", long: "The password is longer than 1024 bytes." })[problem] || "");
 const result = document.getElementById("result");
 const say = (text) => { result.textContent = text; };
 

@@ -5,6 +5,8 @@ import { clear, confirmDialog, copyText, dialog, field, h, relativeTime, toast }
 import { t } from "./i18n.js";
 import { state } from "./store.js";
 import { displayPath, pathPicker } from "./tree.js";
+import { passwordMessage } from "./auth.js";
+import { checkNewPassword } from "./passwords.js";
 
 export function renderSettings(container, { onSignedIn }) {
   clear(container,
@@ -41,7 +43,8 @@ function profileSection() {
 
 function passwordSection(onSignedIn) {
   const [row0, current] = field(t("currentPassword"), h("input", { class: "input", type: "password", autocomplete: "current-password", required: true }));
-  const [row1, pw] = field(t("newPassword"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true, minlength: "8" }));
+  const [row1, pw] = field(t("newPassword"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true }), t("passwordRule"));
+  checkNewPassword(pw, passwordMessage);
   const [row2, pw2] = field(t("passwordConfirm"), h("input", { class: "input", type: "password", autocomplete: "new-password", required: true }));
   return card(t("changePassword"), h("form", { class: "stack", onsubmit: async (e) => {
     e.preventDefault();

@@ -3,12 +3,19 @@
 import { api, features } from "./api.js";
 import { clear, confirmDialog, h, promptDialog, toast } from "./dom.js";
 import { t } from "./i18n.js";
-import { currentRoute, filterFor, isAdmin, localDay, navigate, setParams, state } from "./store.js";
+import { THEMES, applyTheme, currentRoute, currentTheme, filterFor, isAdmin, localDay, navigate, setParams, state } from "./store.js";
 import { createSpaceDialog } from "./spaces.js";
 
 const WEEKS = 14; // with the weekday labels, fits the 272 px sidebar
 
 export function renderSidebar(container, route) {
+  // Nothing it shows changed (several redraws follow a start: stats, spaces,
+  // the late render): keep the nodes, so a click that began on a tag is not
+  // lost to a redraw between press and release (defect 10).
+  const inputs = [location.hash, state.stats, state.spaces, state.invitations, state.views,
+    features.spaces, features.views, state.me?.role, localDay(new Date().toISOString())];
+  if (container.drawn && inputs.every((v, i) => v === container.drawn[i])) return;
+  container.drawn = inputs;
   const link = (name, label, arg = "") => {
     const current = route.name === name && (route.arg || "") === arg;
     return h("li", {}, h("a", { href: `#/${name === "home" ? "" : name}${arg ? "/" + encodeURIComponent(arg) : ""}`,
@@ -40,8 +47,17 @@ export function renderSidebar(container, route) {
     section(t("tags"), h("div", {}, tagTree(route), h("a", { class: "nav-link small", href: "#/tags" }, t("manageTags")))),
     features.views ? section(t("savedViews"), savedViews(route)) : null,
     h("p", { class: "muted small shortcuts" }, t("keyboardHelp")),
+    themePicker(),
   );
   if (typing) search.focus();
+}
+
+// Light, dark or the system's choice, remembered on this device.
+function themePicker() {
+  const select = h("select", { class: "select small", onchange: () => applyTheme(select.value) },
+    THEMES.map((v) => h("option", { value: v }, t(`theme_${v}`))));
+  select.value = currentTheme();
+  return h("label", { class: "theme-pick muted small" }, t("theme"), " ", select);
 }
 
 function section(title, body) {

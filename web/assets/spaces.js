@@ -12,17 +12,16 @@ const uidOf = (name) => name.replace(/^spaces\//, "");
 const userOf = (name) => name.replace(/^users\//, "");
 
 // Reload the caller's spaces, invitations and effective access; tells the
-// layout to redraw the sidebar (and the banner) afterwards.
-export async function reloadSpaces() {
+// layout to redraw the sidebar (and the banner) afterwards. `known`: the
+// spaces just fetched (the boot's feature probe), so they are not asked for
+// twice; invitations and access are fetched side by side.
+export async function reloadSpaces(known = null) {
   if (!features.spaces) return;
   try {
-    const [active, invited] = await Promise.all([
-      api("/spaces", { quiet: true }),
-      api("/spaces", { query: { state: "INVITED" }, quiet: true }).catch(() => ({ spaces: [] })),
-    ]);
-    state.spaces = active.spaces || [];
-    state.invitations = invited.spaces || [];
+    const invited = api("/spaces", { query: { state: "INVITED" }, quiet: true }).catch(() => ({ spaces: [] }));
+    state.spaces = known || (await api("/spaces", { quiet: true })).spaces || [];
     await loadAccess(state.spaces);
+    state.invitations = (await invited).spaces || [];
   } catch { /* keep what we had */ }
   document.dispatchEvent(new CustomEvent("spaces-changed"));
 }

@@ -79,3 +79,17 @@ export function localDay(iso) {
   const pad = (n) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
 }
+
+// The theme: "system" (follow the OS), "light" or "dark", remembered on this
+// device (issue 19, defect 10: dark followed the OS only). app.css keys the
+// colours on <html data-theme>.
+const THEME_KEY = "daybook.theme";
+export const THEMES = ["system", "light", "dark"];
+export function currentTheme() {
+  const saved = localStorage.getItem(THEME_KEY);
+  return THEMES.includes(saved) ? saved : "system";
+}
+export function applyTheme(theme = currentTheme()) {
+  if (theme === "system") { localStorage.removeItem(THEME_KEY); delete document.documentElement.dataset.theme; }
+  else { localStorage.setItem(THEME_KEY, theme); document.documentElement.dataset.theme = theme; }
+}
