@@ -24,7 +24,7 @@ from app.api.json_depth import JsonDepthMiddleware
 from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
-from app.attachments.storage import store_from_settings
+from app.attachments.storage import incoming_dir, store_from_settings
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
 from app.auth.refresh import RefreshController
@@ -241,6 +241,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
                 BodyLimitMiddleware,
                 attachment_size=settings.attachment_size_limit,
                 content_length=settings.content_length_limit,
+                spool_dir=incoming_dir(settings),
             ),
             # Before anything decodes a body (auth included): see app.api.json_depth.
             DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),

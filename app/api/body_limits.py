@@ -24,10 +24,13 @@ import json
 import re
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
+
+from app.api import uploads
 
 __all__ = ["BodyLimitMiddleware", "Limits", "limit_for"]
 
@@ -75,9 +78,63 @@ def limit_for(method: str, path: str, limits: Limits) -> int | None:
 class BodyLimitMiddleware:
     """Bound, read and replay request bodies (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, attachment_size: int, content_length: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        attachment_size: int,
+        content_length: int,
+        spool_dir: Path | None = None,
+    ) -> None:
         self.app = app
         self.limits = Limits(attachment_size, content_length)
+        # Where multipart uploads are parsed to as they arrive (app.api.uploads);
+        # None: spooled whole like any other attachment body.
+        self.spool_dir = spool_dir
+
+    async def _stream_form(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        limit: int,
+        boundary: bytes,
+        spool_dir: Path,
+    ) -> None:
+        """A multipart upload: parsed chunk by chunk, the file part straight to disk."""
+        form = uploads.StreamingForm(boundary, self.limits.attachment_size, spool_dir)
+        upload: uploads.Upload | None = None
+        try:
+            size = 0
+            pending: list[ReceiveMessage] = []
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    pending.append(message)
+                    break
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await _too_large(send, limit)
+                    return
+                if chunk:
+                    form.write(bytes(chunk))
+                if not message.get("more_body", False):
+                    break
+            upload = form.finish()
+        except uploads.TooLarge as exc:
+            await _refuse(send, 413, str(exc))
+            return
+        except uploads.FormError as exc:
+            await _refuse(send, 400, str(exc))
+            return
+        finally:
+            if upload is None:
+                form.upload.close()  # refused or cut off: nothing is kept
+        try:
+            scope[uploads.SCOPE_KEY] = upload  # type: ignore[literal-required]
+            await self.app(scope, _replay([], pending, receive), send)
+        finally:
+            upload.close()
 
     def _limits(self, scope: Scope) -> Limits:
         # The instance's content limit lives in the database; app.deps records
@@ -100,6 +157,15 @@ class BodyLimitMiddleware:
             await _too_large(send, limit)
             return
         spool = _ATTACHMENT.match(scope["path"]) is not None
+        if spool and self.spool_dir is not None:
+            try:
+                boundary = uploads.boundary_of(_header(scope, b"content-type"))
+            except uploads.FormError as exc:
+                await _refuse(send, 400, str(exc))
+                return
+            if boundary is not None:
+                await self._stream_form(scope, receive, send, limit, boundary, self.spool_dir)
+                return
         sink: IO[bytes] | list[bytes]
         sink = (
             tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 (closed below)
@@ -170,16 +236,16 @@ def _header(scope: Scope, name: bytes) -> bytes:
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    payload = {
-        "code": 3,
-        "message": f"request body: larger than this route's limit of {limit} bytes",
-        "details": [],
-    }
+    await _refuse(send, 413, f"request body: larger than this route's limit of {limit} bytes")
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    payload = {"code": 3, "message": message, "details": []}
     body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),

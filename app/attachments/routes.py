@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.background_tasks import BackgroundTask
-from litestar.datastructures import UploadFile
 from litestar.params import Parameter
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api import uploads
 from app.api.bounds import Name, Title, Url
 from app.api.context import RequestContext, writable_key
 from app.api.paging import page_size as clamp_page_size
@@ -112,25 +112,24 @@ def _decode_base64(text: str, limit: int) -> bytes:
 async def _read_upload(request: Request[Any, Any, Any], limit: int) -> tuple[NewAttachment, str]:
     """The upload from a JSON body (base64 ``content``) or a multipart form (``file``)."""
     content_type = request.headers.get("content-type", "")
-    if content_type.startswith("multipart/form-data"):
-        form = await request.form()
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise InvalidArgument("file: a multipart upload needs a 'file' part")
-        data = await upload.read(limit + 1)
-        if len(data) > limit:
+    upload = request.scope.get(uploads.SCOPE_KEY)
+    if isinstance(upload, uploads.Upload):
+        # Parsed as it arrived, the file already on disk (app.api.uploads).
+        if upload.size > limit:
             raise TooLarge(f"file: exceeds the attachment size limit of {limit} bytes")
-        filename = form.get("filename")
-        kind = form.get("type")
-        memo_name = form.get("memo")
+        fields = upload.fields
         return (
             NewAttachment(
-                filename=filename if isinstance(filename, str) else (upload.filename or ""),
-                type=kind if isinstance(kind, str) else (upload.content_type or ""),
-                content=data,
+                filename=fields.get("filename", upload.filename),
+                type=fields.get("type", upload.content_type),
+                content=b"",
+                source=upload.path,
+                source_size=upload.size,
             ),
-            memo_name if isinstance(memo_name, str) else "",
+            fields.get("memo", ""),
         )
+    if content_type.startswith("multipart/form-data"):
+        raise InvalidArgument("file: a multipart upload needs a 'file' part")
     try:
         body = msgspec.json.decode(await request.body(), type=CreateAttachmentBody)
     except msgspec.DecodeError as exc:

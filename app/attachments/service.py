@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,6 +51,13 @@ class NewAttachment:
     type: str
     content: bytes
     external_link: str = ""  # a link only (Memos' externalLink): no bytes are stored
+    # A streamed upload: its bytes in this file (app.api.uploads), not in ``content``.
+    source: Path | None = None
+    source_size: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.source_size if self.source is not None else len(self.content)
 
 
 MAX_LINK = 2048
@@ -140,8 +148,8 @@ async def create_attachment(
     store: storage.AttachmentStore,
     now: int,
 ) -> Any:
-    if len(new.content) > limit:
-        raise TooLarge(f"content: {len(new.content)} bytes exceeds the limit of {limit} bytes")
+    if new.size > limit:
+        raise TooLarge(f"content: {new.size} bytes exceeds the limit of {limit} bytes")
     filename = clean_filename(new.filename)
     kind = mime_type(new.type, filename)
     uid = valid_uid(uid, field="attachmentId") if uid else secrets.token_hex(11)
@@ -157,7 +165,7 @@ async def create_attachment(
     ).first() is not None:
         raise AlreadyExists(f"attachment {uid!r} already exists")
     if new.external_link:
-        if new.content:
+        if new.content or new.source is not None:
             raise InvalidArgument(
                 "externalLink: an attachment is either a link or content, not both"
             )
@@ -183,7 +191,10 @@ async def create_attachment(
     # The bytes first, then the row that names them: a row never points at
     # nothing. A failed insert removes the bytes; a crash in between leaves an
     # orphan file or object, never a dangling row.
-    stored = await storage.put(store, new.content)
+    if new.source is not None:
+        stored = await storage.put_file(store, new.source)
+    else:
+        stored = await storage.put(store, new.content)
     try:
         new_id = (
             await conn.execute(
@@ -194,7 +205,7 @@ async def create_attachment(
                     memo_id=memo_id,
                     filename=filename,
                     mime_type=kind,
-                    size=len(new.content),
+                    size=new.size,
                     storage_type=stored.storage_type.value,
                     storage_key=stored.storage_key,
                     blob=stored.blob,

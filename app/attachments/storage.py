@@ -87,9 +87,7 @@ def store_from_settings(settings: Settings) -> AttachmentStore:
         raise ValueError(
             f"storage {settings.storage!r}: use local, database or s3 [DAYBOOK_STORAGE]"
         ) from None
-    local = (
-        Path(settings.storage_dir) if settings.storage_dir else settings.data_dir / "attachments"
-    )
+    local = local_dir(settings)
     s3 = None
     if settings.s3_bucket:
         s3 = S3Config(
@@ -104,6 +102,18 @@ def store_from_settings(settings: Settings) -> AttachmentStore:
     elif kind is StorageType.S3:
         raise ValueError("storage s3 needs a bucket [DAYBOOK_S3_BUCKET]")
     return AttachmentStore(kind=kind, local_dir=local, s3=s3)
+
+
+def local_dir(settings: Settings) -> Path:
+    """The LOCAL store's directory: ``storage_dir``, by default ``<data>/attachments``."""
+    return Path(settings.storage_dir) if settings.storage_dir else settings.data_dir / "attachments"
+
+
+def incoming_dir(settings: Settings) -> Path:
+    """Where uploads are spooled while they arrive (``app.api.uploads``): in the data
+    directory, beside the default store, so adopting one there is a link, not a
+    copy (a ``storage_dir`` on another file system gets a streamed copy)."""
+    return settings.data_dir / "incoming"
 
 
 def valid_key(key: str) -> str:
@@ -144,17 +154,17 @@ def _adopt(directory: Path, source: Path) -> str:
     key = secrets.token_hex(16)
     target = _path(directory, key)
     try:
-        os.link(source, target)  # same file system: no copy, never over another key
-    except OSError:
         try:
-            shutil.copyfile(source, target)
+            os.link(source, target)  # same file system: no copy, never over another key
+        except OSError:
+            shutil.copyfile(source, target)  # streamed, chunk by chunk
             os.chmod(target, 0o600)
-            with open(target, "rb") as fh:
-                os.fsync(fh.fileno())
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-            raise
+        with open(target, "rb") as fh:
+            os.fsync(fh.fileno())  # durable before the row that names it commits
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        raise
     return key
 
 
@@ -241,6 +251,8 @@ __all__ = [
     "StorageUnavailable",
     "Stored",
     "discard",
+    "incoming_dir",
+    "local_dir",
     "put",
     "put_file",
     "read",
