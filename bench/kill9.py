@@ -1,11 +1,12 @@
 # ruff: noqa: ASYNC212, ASYNC251  (a driver script: blocking setup between kills is intended)
 """Writers under load, SIGKILL, restart; then every acknowledged write checked exactly.
 
-    .venv/bin/python -m bench.kill9 --dialect sqlite --kills 5
+    .venv/bin/python -m bench.kill9 --dialect sqlite --kills 5 --workers 2
 
 A real ``daybook serve`` takes creates and edits from ``--writers``
-threads; after a random 1-3 s it is killed with SIGKILL (no shutdown of any
-kind) and started again, ``--kills`` times. Afterwards the database itself
+threads; once at least ``--min-writes`` of them were acknowledged in this
+window, and after a random 1-3.5 s, it is killed with SIGKILL (no shutdown
+of any kind) and started again, ``--kills`` times. Afterwards the database itself
 is read: every acknowledged create exists with exactly its content, every
 acknowledged edit's content is the memo's content or was superseded by a
 later acknowledged edit of the same memo, no memo row lacks its tags or its
@@ -48,6 +49,10 @@ class Acked:
     tried: dict[str, list[str]] = field(default_factory=dict)  # uid -> every edit sent, in order
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.creates) + sum(len(v) for v in self.edits.values())
 
 
 def writer(base: str, token: str, tag: str, stop: threading.Event, acked: Acked) -> None:
@@ -146,9 +151,16 @@ async def run(args: argparse.Namespace) -> int:
                 threading.Thread(target=writer, args=(base, token, f"{kill}.{w}", stop, acked))
                 for w in range(args.writers)
             ]
+            before = acked.count()
             for t in threads:
                 t.start()
             time.sleep(rng.uniform(1.0, 3.0))
+            # Strong on every dialect: each kill lands after at least --min-writes
+            # acknowledged writes of its own window, mid-stream (a random moment).
+            deadline = time.monotonic() + args.window_timeout
+            while acked.count() - before < args.min_writes and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 0.5))
             os.killpg(proc.pid, signal.SIGKILL)  # the server and any workers
             proc.wait()
             stop.set()
@@ -156,7 +168,8 @@ async def run(args: argparse.Namespace) -> int:
                 t.join(15)
             print(
                 f"kill {kill + 1}: acknowledged creates so far {len(acked.creates)}, "
-                f"edits {sum(len(v) for v in acked.edits.values())}",
+                f"edits {sum(len(v) for v in acked.edits.values())} "
+                f"(+{acked.count() - before} in this window)",
                 flush=True,
             )
             proc, base = start_server(db.url, data, args.workers)
@@ -179,6 +192,15 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument(
+        "--min-writes",
+        type=int,
+        default=60,
+        help="acknowledged writes in each window before its kill",
+    )
+    parser.add_argument(
+        "--window-timeout", type=float, default=120, help="longest wait for --min-writes"
+    )
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 
