@@ -136,7 +136,7 @@ async def run(args: argparse.Namespace) -> int:
     acked = Acked()
     async with fresh_database(args.dialect, work) as db:
         data = work / "data"
-        proc, base = start_server(db.url, data, args.workers)
+        proc, base = start_server(db.url, data, args.workers, ready_s=args.ready_timeout)
         with httpx.Client(base_url=base, timeout=30) as http:
             http.post("/api/v1/users", json={"username": "alice", "password": PASSWORD})
             r = http.post(
@@ -172,7 +172,7 @@ async def run(args: argparse.Namespace) -> int:
                 f"(+{acked.count() - before} in this window)",
                 flush=True,
             )
-            proc, base = start_server(db.url, data, args.workers)
+            proc, base = start_server(db.url, data, args.workers, ready_s=args.ready_timeout)
         stop_server(proc)
         problems = await verify(db.url, acked)
     print(
@@ -197,6 +197,9 @@ def main() -> None:
         type=int,
         default=60,
         help="acknowledged writes in each window before its kill",
+    )
+    parser.add_argument(
+        "--ready-timeout", type=float, default=300, help="seconds a restart may take to be ready"
     )
     parser.add_argument(
         "--window-timeout", type=float, default=120, help="longest wait for --min-writes"
