@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import re
+import time
 from typing import Any
 
 from playwright.sync_api import expect
@@ -408,7 +409,14 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     ticket = [m for m in _mine(server, "traveller") if m["content"] == "Train ticket"]
     assert [[a["filename"] for a in m["attachments"]] for m in ticket] == [["ticket.png"]]
 
-    # Web Share Target: another app posts text, a URL and an image.
+    # Web Share Target: another app posts text, a URL and an image. Its upload
+    # is held back, so the save below is pressed while the file is still on its
+    # way: the save waits for it instead of leaving the file out.
+    def slow_upload(route: Any) -> None:
+        time.sleep(0.5)
+        route.continue_()
+
+    page.route("**/api/v1/attachments", slow_upload)
     page.evaluate(
         """() => {
             const form = document.createElement('form');
@@ -427,8 +435,10 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     editor = page.get_by_label(EDITOR)
     expect(editor).to_have_value(re.compile(r"^Shared title\nLook at this\nhttps://example.com/x"))
     expect(page.locator(".pending-files li", has_text="dot.png")).to_be_visible()
+    expect(page.locator(".pending-files")).to_contain_text("Uploading")  # still on its way
     editor.press("Control+Enter")
     expect(card(page, "Look at this")).to_have_count(1)
+    page.unroute("**/api/v1/attachments")
     shared = next(m for m in _mine(server, "traveller") if "Look at this" in m["content"])
     assert [a["filename"] for a in shared["attachments"]] == ["dot.png"]
 

@@ -148,9 +148,13 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   }
 
   async function save() {
-    const content = textarea.value;
-    if (!content.trim() && !pending.length) { textarea.focus(); return; }
+    if (saveButton.disabled) return; // a second Ctrl+Enter during a save creates nothing twice
     saveButton.disabled = true;
+    // A save pressed while a file is still uploading waits for it, so the
+    // file is bound to the memo instead of silently left out.
+    if (uploading.size) { saveButton.textContent = t("saving"); await Promise.allSettled([...uploading]); }
+    const content = textarea.value;
+    if (!content.trim() && !pending.length) { saveButton.disabled = false; saveButton.textContent = t("save"); textarea.focus(); return; }
     saveButton.textContent = t("saving");
     const body = { content, visibility: visSelect.value };
     // The place is sent on a create in a space, and on an edit only when it
@@ -213,7 +217,14 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
     }
   }
 
-  async function upload(files) {
+  const uploading = new Set();
+  function upload(files) {
+    const job = uploadAll(files);
+    uploading.add(job);
+    return job.finally(() => uploading.delete(job));
+  }
+
+  async function uploadAll(files) {
     if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
     // Files are not queued offline (only memos are): say so plainly instead of
     // a generic network error, and keep the editor's text as it is.
