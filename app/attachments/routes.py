@@ -10,9 +10,7 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.background_tasks import BackgroundTask
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
 from app.api import uploads
 from app.api.bounds import Name, Title, Url
 from app.api.context import RequestContext, writable_key
@@ -38,10 +36,8 @@ from app.attachments.service import (
 )
 from app.deps import requires_user
 from app.errors import InvalidArgument, NotFound
-from app.instance.store import AccessSettings
 from app.memos.lookup import MemoName, readable_memo
 from app.memos.schemas import AttachmentRef
-from app.settings import Settings
 
 AttachmentName = Annotated[str, Parameter(description="attachments/{id} or {id}", max_length=64)]
 MAX_MEMO_ATTACHMENTS = 1000  # bound to one memo per call
@@ -158,27 +154,23 @@ class AttachmentController(Controller):
     async def create_attachment(
         self,
         request: Request[Any, Any, Any],
-        db: AsyncConnection,
-        caller: Caller,
-        access: AccessSettings,
-        settings: Settings,
-        now: int,
+        ctx: RequestContext,
         attachment_id: Annotated[str | None, Parameter(query="attachmentId", max_length=64)] = None,
     ) -> AttachmentRef:
-        limit = settings.attachment_size_limit
+        limit = ctx.settings.attachment_size_limit
         new, memo_name = await _read_upload(request, limit)
         row = await create_attachment(
-            db,
-            caller,
-            access.access_mode,
+            ctx.db,
+            ctx.user,
+            ctx.mode,
             new,
             memo_name or None,
             attachment_id or None,
             limit,
-            storage.store_from_settings(settings),
-            now,
+            storage.store_from_settings(ctx.settings),
+            ctx.now,
         )
-        return (await present(db, [row], caller, access.access_mode))[0]
+        return (await present(ctx.db, [row], ctx.user, ctx.mode))[0]
 
     @get(
         "",

@@ -20,7 +20,7 @@ from app.access.paths import parse_tree_path
 from app.access.scope import EMPTY_SCOPE, load_scope
 from app.access.writes import can_comment, memo_spot, write_denial
 from app.api.structs import resource_id, valid_uid
-from app.db.schema import space
+from app.db.schema import memo, space
 from app.errors import InvalidArgument, PermissionDenied
 from app.memos.rows import MemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
@@ -32,6 +32,15 @@ MemoName = Annotated[str, Parameter(description="memo id or name (memos/{id})", 
 def memo_uid(name: str, field: str = "memo") -> str:
     """``memos/abc`` or ``abc`` → ``abc``; a 400 naming ``field`` otherwise."""
     return valid_uid(resource_id(name, "memos", field=field), field=field)
+
+
+async def written_memo(conn: AsyncConnection, memo_id: int) -> sa.Row[Any]:
+    """The memo's row as this request's own write left it, to answer with.
+
+    Only after the write admitted the caller to the memo (so no audience
+    predicate again), and in the write's transaction.
+    """
+    return (await conn.execute(sa.select(memo).where(memo.c.id == memo_id))).one()
 
 
 async def readable_memo(

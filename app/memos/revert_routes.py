@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from litestar import Controller, Response, get, post
 from litestar.params import Parameter
 
 from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.api.structs import In
-from app.db.schema import memo as memo_table
 from app.deps import requires_user
-from app.memos.lookup import MemoName, memo_uid, readable_memo
+from app.memos.lookup import MemoName, memo_uid, readable_memo, written_memo
 from app.memos.present import present_one
 from app.memos.revert import MemoDiff, diff_versions, find_versions, parse_version, revert_memo
 from app.memos.schemas import Memo
@@ -71,6 +69,6 @@ class MemoRevertController(Controller):
         db = ctx.db
         row = await readable_memo(db, memo, ctx.user, ctx.mode)
         await revert_memo(db, ctx.write, row, version, if_match, ctx.settings.secret)
-        live = (await db.execute(sa.select(memo_table).where(memo_table.c.id == row.id))).one()
+        live = await written_memo(db, row.id)
         out = await present_one(db, live, ctx.user, ctx.mode)
         return Response(out, headers={"ETag": out.etag})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.params import Parameter
@@ -14,7 +13,6 @@ from app.api.paging import page_size as clamp_page_size
 from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import resource_id, valid_uid
-from app.db.schema import memo as memo_table
 from app.db.transactions import end_write, read_phase
 from app.deps import requires_user
 from app.errors import AlreadyExists, InvalidArgument, Unauthenticated
@@ -22,6 +20,7 @@ from app.memos import chosen_ids, schemas
 from app.memos.bindings import bind
 from app.memos.html_cache import attach_html
 from app.memos.listing import ListQuery, list_memos
+from app.memos.lookup import written_memo
 from app.memos.present import present, present_one
 from app.memos.query_filter import memo_filter_clause
 from app.memos.service import (
@@ -42,7 +41,7 @@ View = Annotated[
 
 
 async def _one(ctx: RequestContext, memo_id: int) -> schemas.Memo:
-    row = (await ctx.db.execute(sa.select(memo_table).where(memo_table.c.id == memo_id))).one()
+    row = await written_memo(ctx.db, memo_id)
     return await present_one(ctx.db, row, ctx.caller, ctx.mode)
 
 

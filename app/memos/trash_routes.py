@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-import sqlalchemy as sa
 from litestar import Controller, Response, get, patch, post
 from litestar.background_tasks import BackgroundTask
 from litestar.params import Parameter
@@ -33,10 +32,9 @@ from app.api.params import PageSize, PageToken
 from app.api.responses import errors
 from app.api.structs import In, Out
 from app.attachments import storage
-from app.db.schema import memo as memo_table
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import PermissionDenied
-from app.memos.lookup import MemoName, memo_uid
+from app.memos.lookup import MemoName, memo_uid, written_memo
 from app.memos.present import present_one
 from app.memos.schemas import Memo
 from app.memos.trash import (
@@ -122,7 +120,7 @@ class TrashController(Controller):
         db = ctx.db
         row = await load_trashed(db, memo_uid(memo), ctx.user, ctx.mode)
         await undelete(db, ctx.write, row)
-        live = (await db.execute(sa.select(memo_table).where(memo_table.c.id == row.id))).one()
+        live = await written_memo(db, row.id)
         return await present_one(db, live, ctx.user, ctx.mode)
 
     @post(

@@ -7,14 +7,12 @@ from typing import Annotated
 from litestar import Controller, get
 from litestar.datastructures import State
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.caller import Caller
+from app.api.context import RequestContext
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import FilterText, PageSize, PageToken
 from app.api.responses import errors
 from app.errors import Unauthenticated
-from app.instance.store import AccessSettings
 from app.memos.present import present
 from app.memos.query_filter import memo_filter_clause
 from app.memos.schemas import Memo
@@ -22,7 +20,6 @@ from app.search import schemas
 from app.search.explain import Explanation
 from app.search.fusion import Fused
 from app.search.service import DEFAULT_PAGE, SearchQuery, search_memos, validate
-from app.settings import Settings
 
 
 class SearchController(Controller):
@@ -32,12 +29,8 @@ class SearchController(Controller):
     @get("/:search", operation_id="MemoService_SearchMemos", responses=errors())
     async def search_memos(
         self,
-        db: AsyncConnection,
-        caller: Caller | None,
-        access: AccessSettings,
-        settings: Settings,
+        ctx: RequestContext,
         state: State,
-        now: int,
         text: Annotated[str | None, Parameter(query="query")] = None,
         mode: Annotated[str | None, Parameter(query="mode", max_length=32)] = None,
         filter: FilterText = None,
@@ -48,22 +41,24 @@ class SearchController(Controller):
         """Memos ranked by relevance: full-text and embeddings, fused; the semantic arm
         adds only neighbours above its relevance floor, so a query with no good match
         returns no results and ``noRelevantMatch: true``."""
-        if caller is None and access.access_mode.value == "PRIVATE":
+        if ctx.caller is None and ctx.mode.value == "PRIVATE":
             raise Unauthenticated("sign in to search memos on this instance")
+        db = ctx.db
         query_text, chosen, pool = validate(text, mode, pool_size)
         q = SearchQuery(
-            caller=caller,
-            access_mode=access.access_mode,
+            caller=ctx.caller,
+            access_mode=ctx.mode,
             text=query_text,
             mode=chosen,
             filter_text=filter,
-            filter_clause=await memo_filter_clause(db, filter, now=now),
+            filter_clause=await memo_filter_clause(db, filter, now=ctx.now),
             pool=pool,
             page_size=clamp_page_size(page_size) if page_size else DEFAULT_PAGE,
             page_token=page_token or None,
         )
-        page = await search_memos(db, state.search, q, settings.secret)
-        memos = await present(db, [page.rows[h.memo_id] for h in page.hits], caller, q.access_mode)
+        page = await search_memos(db, state.search, q, ctx.settings.secret)
+        rows = [page.rows[h.memo_id] for h in page.hits]
+        memos = await present(db, rows, q.caller, q.access_mode)
         return schemas.SearchMemosResponse(
             results=[
                 result(h, m, page.explanations[h.memo_id])

@@ -85,6 +85,12 @@ async def list_users(conn: AsyncConnection, caller: Caller) -> list[Any]:
     return list((await conn.execute(sa.select(user_account).order_by(user_account.c.id))).all())
 
 
+async def users_named(conn: AsyncConnection, names: list[str]) -> list[Any]:
+    """The users with these usernames, in no particular order (``users:batchGet``)."""
+    stmt = sa.select(user_account).where(user_account.c.username.in_(names))
+    return list((await conn.execute(stmt)).all())
+
+
 async def user_count(conn: AsyncConnection) -> int:
     return int(
         (await conn.execute(sa.select(sa.func.count()).select_from(user_account))).scalar_one()
@@ -330,7 +336,7 @@ async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> Non
         raise FailedPrecondition("the last active admin cannot be deleted")
     await refuse_if_last_space_admin(conn, target.id, "be deleted")
     await conn.execute(user_account.delete().where(user_account.c.id == target.id))
-    # Its settings (app.users.settings_routes): an id SQLite may hand out again.
+    # Its settings (app.users.settings_service): an id SQLite may hand out again.
     await conn.execute(
         instance_setting.delete().where(instance_setting.c.name.like(f"user:{target.id}:%"))
     )

@@ -6,8 +6,7 @@ server only keeps them. Other Memos keys (TAGS, WEBHOOKS) are not settings in
 Daybook and answer 404.
 
 The values live in the key-value ``instance_setting`` table under
-``user:{id}:GENERAL``: no migration for three strings, and a user's row is
-removed with the user (app.users.service.delete_user).
+``user:{id}:GENERAL`` (read and written by ``app.users.settings_service``).
 """
 
 from __future__ import annotations
@@ -16,30 +15,21 @@ import re
 from typing import Annotated, Any
 
 import msgspec
-import sqlalchemy as sa
 from litestar import Controller, get, patch
 from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
 from app.api.bounds import Enum
-from app.api.context import writable_key
+from app.api.context import RequestContext, writable_key
 from app.api.responses import errors
 from app.api.structs import In, Out, resource_id
-from app.db.schema import instance_setting
 from app.deps import management_plane, requires_user
 from app.errors import InvalidArgument, NotFound, PermissionDenied
+from app.users.settings_service import GENERAL, load_general, save_general
 
-GENERAL = "GENERAL"
 VISIBILITIES = ("PRIVATE", "PROTECTED", "PUBLIC")
 _LOCALE = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8}){0,3}\Z")
 _THEME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}\Z")
-DEFAULTS = {
-    "locale": "en",
-    "theme": "system",
-    "memoVisibility": "PRIVATE",
-    "saveMediaMetadata": False,
-}
 MASK = {
     "locale": "locale",
     "theme": "theme",
@@ -83,10 +73,6 @@ class UserSettingIn(In):
     general_setting: GeneralSettingIn | msgspec.UnsetType = msgspec.UNSET
 
 
-def _key(user_id: int) -> str:
-    return f"user:{user_id}:{GENERAL}"
-
-
 def _own(caller: Caller, user: str) -> str:
     username = resource_id(user, "users", field="user")
     if username != caller.username:
@@ -98,20 +84,6 @@ def _setting(setting: str) -> None:
     key = setting.rsplit("/", 1)[-1]
     if key != GENERAL:
         raise NotFound(f"user setting {setting!r} not found (Daybook keeps GENERAL only)")
-
-
-async def _load(db: AsyncConnection, caller: Caller) -> dict[str, Any]:
-    stored = (
-        await db.execute(
-            sa.select(instance_setting.c.value).where(
-                instance_setting.c.name == _key(caller.user_id)
-            )
-        )
-    ).scalar_one_or_none()
-    values = dict(DEFAULTS)
-    if isinstance(stored, dict):
-        values.update({k: v for k, v in stored.items() if k in DEFAULTS})
-    return values
 
 
 def _out(username: str, values: dict[str, Any]) -> UserSetting:
@@ -173,19 +145,19 @@ class UserSettingController(Controller):
     guards = [requires_user, management_plane]  # noqa: RUF012 (Litestar's layer attribute)
 
     @get("", operation_id="UserService_ListUserSettings", responses=errors())
-    async def list_settings(
-        self, db: AsyncConnection, caller: Caller, user: UserName
-    ) -> ListUserSettingsResponse:
-        username = _own(caller, user)
-        return ListUserSettingsResponse(settings=[_out(username, await _load(db, caller))])
+    async def list_settings(self, ctx: RequestContext, user: UserName) -> ListUserSettingsResponse:
+        username = _own(ctx.user, user)
+        return ListUserSettingsResponse(
+            settings=[_out(username, await load_general(ctx.db, ctx.user))]
+        )
 
     @get("/{setting:str}", operation_id="UserService_GetUserSetting", responses=errors())
     async def get_setting(
-        self, db: AsyncConnection, caller: Caller, user: UserName, setting: SettingName
+        self, ctx: RequestContext, user: UserName, setting: SettingName
     ) -> UserSetting:
-        username = _own(caller, user)
+        username = _own(ctx.user, user)
         _setting(setting)
-        return _out(username, await _load(db, caller))
+        return _out(username, await load_general(ctx.db, ctx.user))
 
     @patch(
         "/{setting:str}",
@@ -195,24 +167,18 @@ class UserSettingController(Controller):
     )
     async def update_setting(
         self,
-        db: AsyncConnection,
-        caller: Caller,
+        ctx: RequestContext,
         user: UserName,
         setting: SettingName,
         data: UserSettingIn,
         update_mask: Annotated[str | None, Parameter(query="updateMask", max_length=512)] = None,
     ) -> UserSetting:
-        username = _own(caller, user)
+        username = _own(ctx.user, user)
         _setting(setting)
         general = data.general_setting
         if isinstance(general, msgspec.UnsetType):
             raise InvalidArgument("generalSetting: required")
-        values = await _load(db, caller)
+        values = await load_general(ctx.db, ctx.user)
         values.update(_changes(general, update_mask))
-        key = _key(caller.user_id)
-        updated = await db.execute(
-            instance_setting.update().where(instance_setting.c.name == key).values(value=values)
-        )
-        if updated.rowcount == 0:
-            await db.execute(instance_setting.insert().values(name=key, value=values))
+        await save_general(ctx.db, ctx.user, values)
         return _out(username, values)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.access.admission import Admission, admitted
+from app.access.admission import Admission, admitted, conditions
 from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.structs import rfc3339
-from app.db.schema import memo, memo_tag
+from app.db.schema import memo, memo_tag, user_account
 from app.users.schemas import UserStats
 
 
@@ -61,3 +61,25 @@ async def user_stats(
         pinned_memos=[f"memos/{r.uid}" for r in rows if r.pinned],
         total_memo_count=len(rows),
     )
+
+
+async def all_user_stats(
+    conn: AsyncConnection, caller: Caller | None, mode: AccessMode
+) -> list[UserStats]:
+    """Stats of every NORMAL user with a memo the caller may read (and the caller's own).
+
+    Users whose memos the caller cannot read are not listed, so the call
+    reveals no more accounts than the memos themselves do.
+    """
+    with_memos = sa.select(memo.c.creator_id).where(*conditions(Admission(caller, mode)))
+    who: sa.ColumnElement[bool] = user_account.c.id.in_(with_memos)
+    if caller is not None:
+        who = sa.or_(who, user_account.c.id == caller.user_id)
+    rows = (
+        await conn.execute(
+            sa.select(user_account.c.id, user_account.c.username)
+            .where(who, user_account.c.state == "NORMAL")
+            .order_by(user_account.c.id)
+        )
+    ).all()
+    return [await user_stats(conn, r.username, r.id, caller, mode) for r in rows]
