@@ -169,7 +169,10 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             yield
             return
         store = store_from_settings(settings)
-        async with retention_job(app.state.engine, store, settings.trash_purge_interval):
+        lease_ms = int(settings.job_lease_seconds * 1000)
+        async with retention_job(
+            app.state.engine, store, settings.trash_purge_interval, lease_ms=lease_ms
+        ):
             yield
 
     auth = DefineMiddleware(
@@ -254,7 +257,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             database,
             trash_retention,
             statistics_lifespan(),
-            search_lifespan(settings.embedding_model, settings.embed_worker, settings.search_floor),
+            search_lifespan(
+                settings.embedding_model,
+                settings.embed_worker,
+                settings.search_floor,
+                lease_ms=int(settings.job_lease_seconds * 1000),
+            ),
             mcp.lifespan,
             webhook_lifespan(settings.webhook_worker),
         ],

@@ -43,6 +43,9 @@ class Settings:
     rate_limits: bool = False
     rate_limit_policies: str = ""
     rate_limit_lease: int = 10
+    # Background jobs run under a database lease (app.jobs.lease): after a process
+    # dies outright, another takes its jobs over once this many seconds passed.
+    job_lease_seconds: float = 15.0
     # CORS for browser clients calling with a bearer token (app.api.cors): "*"
     # (any origin, never with credentials; Memos' default), "" (none), or a
     # comma-separated list of origins ("https://app.example,https://x.example").
@@ -148,6 +151,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "signin_client_limit": ("DAYBOOK_SIGNIN_CLIENT_LIMIT", int),
     "rate_limit_policies": ("DAYBOOK_RATE_LIMIT_POLICIES", str),
     "rate_limit_lease": ("DAYBOOK_RATE_LIMIT_LEASE", int),
+    "job_lease_seconds": ("DAYBOOK_JOB_LEASE_SECONDS", float),
     "cors_origins": ("DAYBOOK_CORS_ORIGINS", str),
 }
 

@@ -616,7 +616,10 @@ async def purge_until_done(
 
 @contextlib.asynccontextmanager
 async def retention_job(
-    engine: AsyncEngine, store: storage.AttachmentStore, interval: float = PURGE_INTERVAL
+    engine: AsyncEngine,
+    store: storage.AttachmentStore,
+    interval: float = PURGE_INTERVAL,
+    lease_ms: int = 15_000,
 ) -> AsyncIterator[None]:
     """Run the retention job every ``interval`` seconds while the app lives, in
     the one process holding the ``trash-retention`` lease (app.jobs.lease).
@@ -636,5 +639,5 @@ async def retention_job(
             except Exception:
                 log.warning("trash.purge_failed", exc_info=True)
 
-    async with leased(engine, "trash-retention", loop):
+    async with leased(engine, "trash-retention", loop, ttl_ms=lease_ms):
         yield

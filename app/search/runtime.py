@@ -146,7 +146,11 @@ async def has_pgvector(engine: AsyncEngine) -> bool:
 
 @contextlib.asynccontextmanager
 async def _embedding_lease(
-    engine: AsyncEngine, runtime: SearchRuntime, model: str, stop: asyncio.Event
+    engine: AsyncEngine,
+    runtime: SearchRuntime,
+    model: str,
+    stop: asyncio.Event,
+    lease_ms: int = 15_000,
 ) -> AsyncIterator[None]:
     """The embedding worker, in the one process holding the ``embedding`` lease.
 
@@ -168,7 +172,7 @@ async def _embedding_lease(
         return state["model"]
 
     with contextlib.suppress(Exception):  # unreachable database: the lease loop retries
-        if await take(engine, "embedding", holder):
+        if await take(engine, "embedding", holder, lease_ms):
             await load()
 
     async def job() -> None:
@@ -178,12 +182,12 @@ async def _embedding_lease(
             return
         await run_worker(engine, own, runtime.pgvector, stop)
 
-    async with leased(engine, "embedding", job, holder=holder):
+    async with leased(engine, "embedding", job, holder=holder, ttl_ms=lease_ms):
         yield
 
 
 def search_lifespan(
-    model: str, worker: bool, floor: str = "auto"
+    model: str, worker: bool, floor: str = "auto", lease_ms: int = 15_000
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
     """The lifespan hook: search state, its warm-up, and the embedding worker when enabled.
 
@@ -207,7 +211,7 @@ def search_lifespan(
 
         jobs = contextlib.AsyncExitStack()
         if worker:
-            await jobs.enter_async_context(_embedding_lease(engine, runtime, model, stop))
+            await jobs.enter_async_context(_embedding_lease(engine, runtime, model, stop, lease_ms))
         try:
             yield
         finally:

@@ -437,7 +437,10 @@ def webhook_lifespan(enabled: bool) -> Any:
         engine = app.state.engine
         policy = Policy.from_settings(settings)
         # One delivering process per database (claims already make two safe).
-        async with leased(engine, "webhook-delivery", lambda: worker(engine, policy)):
+        ttl_ms = int(settings.job_lease_seconds * 1000)
+        async with leased(
+            engine, "webhook-delivery", lambda: worker(engine, policy), ttl_ms=ttl_ms
+        ):
             yield
 
     return lifespan

@@ -31,6 +31,9 @@ ENV = {
     "DAYBOOK_WEBHOOK_TIMEOUT": "1",
     "DAYBOOK_WEBHOOK_POLL": "0.1",
     "DAYBOOK_WEBHOOK_RETRY_BASE": "0.2",
+    # The killed server's delivery lease runs out after 3 s, not 15: the restart
+    # takes the job over sooner (the takeover itself is what is tested).
+    "DAYBOOK_JOB_LEASE_SECONDS": "3",
 }
 
 
