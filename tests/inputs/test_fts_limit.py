@@ -53,8 +53,16 @@ BODIES = {
 }
 
 
+# SQLite's FTS5 and trigram tables have no size limit: one body (the densest)
+# shows a near-limit memo saves and is found there; PostgreSQL's tsvector limit
+# is what every kind of body probes.
+SQLITE_KIND = "hyphenated 4-byte letters"
+
+
 @pytest.mark.parametrize("kind", sorted(BODIES))
-async def test_near_limit_memo_saves_and_is_found(alice: Actor, kind: str) -> None:
+async def test_near_limit_memo_saves_and_is_found(alice: Actor, dialect: str, kind: str) -> None:
+    if dialect == "sqlite" and kind != SQLITE_KIND:
+        pytest.skip("one body suffices on SQLite (no index size limit)")
     r = await alice.patch("/api/v1/instance/settings/ACCESS", json={"contentLengthLimit": LIMIT})
     assert r.status_code == 200, r.text
     head = "lighthouse keeper notes "
