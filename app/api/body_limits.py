@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -104,22 +105,10 @@ class BodyLimitMiddleware:
         form = uploads.StreamingForm(boundary, self.limits.attachment_size, spool_dir)
         upload: uploads.Upload | None = None
         try:
-            size = 0
-            pending: list[ReceiveMessage] = []
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    pending.append(message)
-                    break
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    await _too_large(send, limit)
-                    return
-                if chunk:
-                    form.write(bytes(chunk))
-                if not message.get("more_body", False):
-                    break
+            pending = await _read_body(receive, limit, form.write)
+            if pending is None:
+                await _too_large(send, limit)
+                return
             upload = form.finish()
         except uploads.TooLarge as exc:
             await _refuse(send, 413, str(exc))
@@ -172,30 +161,40 @@ class BodyLimitMiddleware:
             if spool
             else []
         )
+        write: Callable[[bytes], object] = sink.append if isinstance(sink, list) else sink.write
         try:
-            size = 0
-            pending: list[ReceiveMessage] = []
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    pending.append(message)  # a disconnect: the app sees it after the body
-                    break
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    await _too_large(send, limit)
-                    return
-                if chunk:
-                    if isinstance(sink, list):
-                        sink.append(bytes(chunk))
-                    else:
-                        sink.write(chunk)
-                if not message.get("more_body", False):
-                    break
+            pending = await _read_body(receive, limit, write)
+            if pending is None:
+                await _too_large(send, limit)
+                return
             await self.app(scope, _replay(sink, pending, receive), send)
         finally:
             if not isinstance(sink, list):
                 sink.close()
+
+
+async def _read_body(
+    receive: Receive, limit: int, write: Callable[[bytes], object]
+) -> list[ReceiveMessage] | None:
+    """Read the request body chunk by chunk into ``write``, counted against ``limit``.
+
+    Returns the other messages met on the way (a disconnect: the app sees it
+    after the body), or None as soon as the body passed ``limit`` (nothing
+    past the limit is read).
+    """
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return [message]
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        if chunk:
+            write(bytes(chunk))
+        if not message.get("more_body", False):
+            return []
 
 
 def _replay(sink: IO[bytes] | list[bytes], pending: list[ReceiveMessage], receive: Receive) -> Any:
