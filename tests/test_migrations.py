@@ -930,9 +930,32 @@ def _kills() -> list[tuple[str, str]]:
     return [("0001", "0002"), *(("0003", stop) for stop in chain()[chain().index("0004") :])]
 
 
+def _postgresql_kills() -> set[str]:
+    """The stops PostgreSQL is killed at: the first, the middle and the last.
+
+    Its DDL is transactional, so a kill anywhere rolls the whole upgrade back
+    the same way; SQLite (whose non-transactional DDL was the bug, issue 12)
+    is killed after every step. About 70 s of CI less.
+    """
+    stops = [stop for _, stop in _kills()]
+    return {stops[0], stops[len(stops) // 2], stops[-1]}
+
+
+@pytest.fixture
+def _killed_here(dialect: str, request: pytest.FixtureRequest) -> None:
+    stop = request.node.callspec.params["stop"]
+    if dialect == "postgresql" and stop not in _postgresql_kills():
+        pytest.skip("PostgreSQL's transactional DDL: killed at the first, middle and last step")
+
+
 @pytest.mark.parametrize(("start", "stop"), _kills())
 async def test_upgrade_killed_midway_reruns_to_head(
-    start: str, stop: str, engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+    start: str,
+    stop: str,
+    _killed_here: None,
+    engine: AsyncEngine,
+    empty_url: str,
+    tmp_path: pathlib.Path,
 ) -> None:
     """An upgrade from ``start`` SIGKILLed right after step ``stop`` leaves the database at
     ``start`` with its data and nothing of the later revisions; ``daybook migrate`` then

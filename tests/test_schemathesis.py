@@ -80,11 +80,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be 
 # mostly meets the 401 wall, so it gets fewer. DAYBOOK_FUZZ_EXAMPLES=<n> runs a
 # deeper search (n for the signed-in pass).
 # PostgreSQL gets half, to keep both dialects within about three minutes.
-_N = int(os.environ.get("DAYBOOK_FUZZ_EXAMPLES", "6"))
+_N = int(os.environ.get("DAYBOOK_FUZZ_EXAMPLES", "4"))
 
 
 def budget(dialect: str, anonymous: bool = False) -> int:
-    n = _N if dialect == "sqlite" else max(2, _N // 2)
+    n = _N if dialect == "sqlite" else max(3, _N // 2)
     return max(2, n // 3) if anonymous else n
 
 

@@ -125,8 +125,7 @@ def test_state_is_shared_between_processes(two_servers: tuple[str, str]) -> None
     # guesses split 7/7 and none would be refused.
     bad = {"passwordCredentials": {"username": "alice", "password": "wrong-password"}}
     statuses = [
-        httpx.post(f"{(a, b)[i % 2]}/api/v1/auth/signin", json=bad).status_code
-        for i in range(14)
+        httpx.post(f"{(a, b)[i % 2]}/api/v1/auth/signin", json=bad).status_code for i in range(14)
     ]
     assert statuses[:10] == [401] * 10
     assert 429 in statuses, statuses

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from tests.conftest import Actor
 
-EXPRESSIONS = 5_000  # per dialect
+EXPRESSIONS = 3_000  # per dialect (5,000 found nothing more; CI time)
 SLOW_SECONDS = 2.0
 
 FIELDS = [
@@ -142,5 +142,6 @@ async def test_random_and_mutated_filters_never_500(alice: Actor, dialect: str) 
         if r.status_code == 400:
             assert r.json()["message"].startswith(("filter:", "invalid argument"))
         assert elapsed < SLOW_SECONDS, f"seed {seed} #{i}: {text!r} took {elapsed:.2f}s"
-    assert statuses.get(200, 0) > 100, statuses  # the generator reaches valid filters too
+    # The generator reaches valid filters too.
+    assert statuses.get(200, 0) > EXPRESSIONS // 50, statuses
     assert sum(statuses.values()) == EXPRESSIONS
