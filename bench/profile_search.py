@@ -83,6 +83,9 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("combine", "app.search.service", "combine"),
     ("page_rows", "app.search.service", "page_rows"),
     ("explain", "app.search.service", "explain"),
+    ("explain: sentences", "app.search.runtime", "SearchRuntime.embed_sentences"),
+    ("explain: draft", "app.search.service", "draft"),
+    ("explain: trigrams", "app.search.service", "closest_by_trigrams"),
     ("present", "bench.search_latency", "present"),
 )
 
@@ -197,6 +200,18 @@ async def profile_caller(
         statements.enabled = False
     finally:
         await engine.dispose()
+    # The p95's make-up: the slowest searches (by CPU), their CPU per stage.
+    slowest = sorted(range(len(cpus)), key=lambda i: cpus[i], reverse=True)[:3]
+    tail = [
+        {
+            "query": queries[i],
+            "cpu_ms": round(cpus[i], 1),
+            "stages_cpu_ms": {
+                k: round(v[1], 1) for k, v in sorted(stages.per_search[i].items()) if v[1] >= 0.5
+            },
+        }
+        for i in slowest
+    ]
     walls.sort()
     cpus.sort()
     buf = io.StringIO()
@@ -213,6 +228,7 @@ async def profile_caller(
         "cpu_p50_ms": round(percentile(cpus, 50), 1),
         "cpu_p95_ms": round(percentile(cpus, 95), 1),
         "stages": stages.table(),
+        "slowest": tail,
         "statements": statements.table(len(queries))[:12],
         "profile_tottime": tottime,
         "profile_cumulative": cumulative,
@@ -228,6 +244,9 @@ def print_report(label: str, r: dict[str, Any]) -> None:
             f"{s['stage']:<16} {s['calls_per_search']:>6} {s['wall_p50_ms']:>9}"
             f" {s['cpu_p50_ms']:>8} {s['cpu_mean_ms']:>9}"
         )
+    print("slowest searches (CPU ms per stage):")
+    for t in r["slowest"]:
+        print(f"  {t['cpu_ms']:>6} {t['query'][:40]!r}: {t['stages_cpu_ms']}")
     print("statements (ms per search, wall inside the cursor call):")
     for s in r["statements"]:
         print(f"  {s['ms_per_search']:>7} ms  x{s['calls_per_search']:<5} {s['statement'][:110]}")

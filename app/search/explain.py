@@ -9,12 +9,15 @@
   the query: the one with the most query words when there are any; a memo
   no longer than a snippet is shown whole; else, for
   the page's first such hits, by embedding their sentences with the query's
-  model (at most ``MAX_EMBEDDED_SENTENCES`` of at most ``MAX_SENTENCE_CHARS``
-  characters per page, one model run); past that budget, the sentence sharing
-  the most character trigrams with the query (the first when none do).
-  Embedding sentences is the expensive part of a search: measured 40 ms of
-  CPU for 8 sentences of 120 characters with MiniLM (a query costs 6 ms),
-  hence the budget.
+  model (at most ``MAX_EMBEDDED_SENTENCES`` sentences and ``MAX_EMBEDDED_CHARS``
+  characters per page, one model run: each sentence's opening, at most
+  ``MAX_SENTENCE_CHARS`` and at least ``MIN_SENTENCE_CHARS``); past that
+  budget, the sentence sharing the most character trigrams with the query
+  (the first when none do). Embedding sentences is the expensive part of a
+  search: with MiniLM on the 2-core machine (load 4), about 3 ms of CPU per
+  sentence plus 1 ms per 20 characters: 31 ms for 4 sentences of 160
+  characters (the old budget, and the p95 of a search), 13 ms for 4 of 50,
+  8 ms for 2 of 50 (a query costs 5 ms) (decision 0041).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from app.search.highlight import SNIPPET_CHARS, Span, match_spans, sentences, sn
 from app.search.terms import Terms
 
 MatchedBy = Literal["LEXICAL", "SEMANTIC", "BOTH"]
-MAX_EMBEDDED_SENTENCES = 4  # sentences embedded per page to pick semantic snippets
-MAX_SENTENCES_PER_MEMO = 4
+MAX_EMBEDDED_SENTENCES = 3  # sentences embedded per page to pick semantic snippets
+MAX_SENTENCES_PER_MEMO = 3
 MAX_SENTENCE_CHARS = 160
+MAX_EMBEDDED_CHARS = 180  # characters per page given to the model for snippets
+MIN_SENTENCE_CHARS = 40  # a sentence opening shorter than this says too little
 
 
 @dataclass(frozen=True, slots=True)

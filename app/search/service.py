@@ -27,8 +27,10 @@ from app.db.joins import by_key, ordered_join
 from app.db.schema import memo
 from app.errors import InvalidArgument
 from app.search.explain import (
+    MAX_EMBEDDED_CHARS,
     MAX_EMBEDDED_SENTENCES,
     MAX_SENTENCE_CHARS,
+    MIN_SENTENCE_CHARS,
     Explanation,
     closest_by_trigrams,
     draft,
@@ -201,18 +203,23 @@ async def explain(
 ) -> dict[int, Explanation]:
     """Highlights and a snippet per hit; a semantic-only hit of several sentences
     gets its sentence most similar to the query (one bounded model run for the
-    page, ``explain.MAX_EMBEDDED_SENTENCES``)."""
+    page, within ``explain.MAX_EMBEDDED_SENTENCES`` and ``MAX_EMBEDDED_CHARS``)."""
     drafts = {h.memo_id: draft(h, rows[h.memo_id].content, terms) for h in hits}
     out = {memo_id: d.explanation for memo_id, d in drafts.items() if not d.candidates}
     wanted: list[tuple[int, int]] = []  # (memo id, sentence index)
     texts: list[str] = []
+    room = MAX_EMBEDDED_CHARS
     for memo_id, d in drafts.items():  # whole memos, best hits first, within the budget
         if not d.candidates or len(texts) + len(d.candidates) > MAX_EMBEDDED_SENTENCES:
+            continue
+        width = min(MAX_SENTENCE_CHARS, room // len(d.candidates))
+        if width < MIN_SENTENCE_CHARS:
             continue
         content = rows[memo_id].content
         for i, span in enumerate(d.candidates):
             wanted.append((memo_id, i))
-            texts.append(content[span.start : span.end][:MAX_SENTENCE_CHARS])
+            texts.append(content[span.start : span.end][:width])
+            room -= len(texts[-1])
     if texts:
         query, vectors = await runtime.embed_sentences(text, texts)
         best: dict[int, tuple[float, int]] = {}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 
-from app.search.explain import draft
+from app.search.explain import MAX_SENTENCES_PER_MEMO, draft
 from app.search.fusion import (
     OFF,
     Floor,
@@ -162,7 +162,7 @@ def test_a_semantic_only_hit_shows_its_best_sentence() -> None:
         "The garage fixed the brakes."
     )  # the sentence holding a query word, no embedding needed
     d = draft(hit, content * 3, parse_terms("vehicle maintenance"))
-    assert len(d.candidates) == 4  # no query word: (at most 4) sentences go to the model
+    assert len(d.candidates) == MAX_SENTENCES_PER_MEMO  # no query word: sentences go to the model
     d = draft(hit, content, parse_terms("vehicle maintenance"))
     assert d.candidates == ()  # no longer than a snippet: shown whole
     assert (d.explanation.snippet.start, d.explanation.snippet.end) == (0, len(content))
@@ -355,3 +355,50 @@ def test_past_the_budget_the_snippet_is_the_sentence_sharing_most_trigrams() -> 
     d = draft(Fused(1, 0.5, 0, 1, 0.7), content, parse_terms("garage visit"))
     e = closest_by_trigrams(d, content, "mechanical brakes")
     assert content[e.snippet.start : e.snippet.end] == "The mechanic replaced the brake pads."
+
+
+async def test_one_page_gives_the_model_a_bounded_number_of_characters() -> None:
+    """Decision 0041: sentence embeddings for snippets were a search's p95 (31 ms of
+    CPU for four 160-character sentences); a page gives the model at most
+    ``MAX_EMBEDDED_SENTENCES`` sentences and ``MAX_EMBEDDED_CHARS`` characters,
+    each sentence's opening, and the rest of the page's semantic-only hits
+    fall back to trigrams."""
+    import numpy as np
+
+    from app.search.explain import MAX_EMBEDDED_CHARS, MAX_EMBEDDED_SENTENCES
+    from app.search.service import explain
+
+    long = " ".join(
+        f"Sentence number {i} talks about the harbour and the ferries at length." * 2
+        for i in range(3)
+    )
+    content = (
+        ". ".join(
+            f"Part {i} of a long memo about the harbour, the ferries and the weather on the coast"
+            for i in range(6)
+        )
+        + "."
+    )
+
+    class Row:
+        def __init__(self, text: str) -> None:
+            self.content = text
+
+    class Runtime:
+        def __init__(self) -> None:
+            self.calls: list[list[str]] = []
+
+        async def embed_sentences(self, query: str, texts: list[str]) -> tuple[Any, Any]:
+            self.calls.append(texts)
+            return np.ones(4, dtype=np.float32), np.ones((len(texts), 4), dtype=np.float32)
+
+    runtime = Runtime()
+    hits = [Fused(i, 0.5, 0, 1, 0.7) for i in (1, 2, 3)]
+    rows = {1: Row(content), 2: Row(long), 3: Row(content)}
+    out = await explain(runtime, hits, rows, parse_terms("zzz qqq"), "zzz qqq")  # type: ignore[arg-type]
+    assert set(out) == {1, 2, 3}
+    assert len(runtime.calls) == 1
+    texts = runtime.calls[0]
+    assert 0 < len(texts) <= MAX_EMBEDDED_SENTENCES
+    assert sum(len(t) for t in texts) <= MAX_EMBEDDED_CHARS
+    assert all(t and (t in content or t in long) for t in texts)  # openings of sentences

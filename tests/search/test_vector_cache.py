@@ -255,11 +255,11 @@ def _cut(cache: VectorCache, q: Any, count: int) -> list[tuple[float, int]]:
     return sorted(zip(scores.tolist(), ids.tolist(), strict=True))
 
 
-def test_top_is_the_full_products_cut_from_the_int8_pass() -> None:
-    """Decision 0037: ``top`` scores every row from its int8 copy and rescores only
-    the rows its error bound cannot rule out; the result must be exactly the
-    float32 product's cut (ties at the cut included), for rows stored one by one
-    (capacity past the last row), duplicates (ties), and removed rows."""
+def test_top_is_the_exact_cut_from_the_blas_pass() -> None:
+    """Decision 0041: ``top`` scores every row with one BLAS product and rescores
+    only the rows its rounding bound cannot rule out; the result must be exactly
+    the per-row product's cut (ties at the cut included), for rows stored one by
+    one (capacity past the last row), duplicates (ties), and removed rows."""
     rng = np.random.default_rng(37)
     dim, n = 48, 12_000
     base = rng.standard_normal((600, dim)).astype(np.float32) + rng.standard_normal(dim) * 1.5
@@ -282,6 +282,28 @@ def test_top_is_the_full_products_cut_from_the_int8_pass() -> None:
             assert got == _cut(cache, q, count), (trial, count)
     empty = VectorCache(dim)
     assert [len(a) for a in empty.top(base[0], 10)] == [0, 0]
+
+
+def test_the_rounding_bound_holds_between_blas_and_the_per_row_product() -> None:
+    """``top`` keeps a row when its BLAS score is within ``rounding_bound`` of the
+    cut; if BLAS and ``similarities`` could differ by more, a row of the true cut
+    could be dropped. Checked on unit rows and on rows of norm up to 2 at the
+    dimensions of the models Daybook ships (and one larger), on this machine's
+    BLAS, with the process on one BLAS thread as the server runs it."""
+    from app.search.vectors import one_blas_thread, rounding_bound, similarities
+
+    one_blas_thread()
+    rng = np.random.default_rng(41)
+    for dim in (64, 384, 768, 1024):
+        rows = rng.standard_normal((4096, dim)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        rows[::2] *= 2.0  # the bound scales with the norms
+        q = rng.standard_normal(dim).astype(np.float32)
+        q /= np.linalg.norm(q)
+        apart = np.abs(np.matmul(rows, q) - similarities(rows, q))
+        allowed = rounding_bound(dim) * np.linalg.norm(rows, axis=1)
+        assert bool((apart <= allowed).all()), (dim, float((apart / allowed).max()))
+        assert float(apart.max()) > 0 or dim == 64  # BLAS does sum in another order
 
 
 def test_the_way_is_chosen_by_the_probed_rate() -> None:
