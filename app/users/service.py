@@ -220,7 +220,7 @@ CREDENTIAL_FIELDS = frozenset({"password", "username"})
 async def _check_credential_change(
     hasher: PasswordHasher,
     caller: Caller,
-    target: Any,
+    target: UserRow,
     data: UserIn,
     paths: set[str],
     is_self: bool,
@@ -331,7 +331,7 @@ async def update_user(
     return (await conn.execute(sa.select(user_account).where(user_account.c.id == target.id))).one()
 
 
-async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> None:
+async def delete_user(conn: AsyncConnection, caller: Caller, target: UserRow) -> None:
     if not caller.is_admin:
         raise PermissionDenied("only an admin can delete users")
     if target.role == "ADMIN" and target.state == "NORMAL" and await _active_admins(conn) <= 1:
