@@ -46,6 +46,7 @@ from app.db.schema import memo, space, space_grant, space_member
 from app.memos.listing import ListQuery, list_memos
 from bench.corpus import CorpusSpec
 from bench.databases import BenchDatabase, fresh_database
+from bench.harness import add_options
 from bench.list_memos import seed
 from bench.timing import Stats, markdown_table, measure, ratio, step
 
@@ -263,13 +264,7 @@ def verdict(doc: dict[str, Any]) -> list[str]:
 
 def parse_args(argv: list[str] | None) -> Options:
     p = argparse.ArgumentParser(prog="python -m bench.access_clamp", description=__doc__)
-    p.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    p.add_argument("--memos", type=int, default=1_000_000)
-    p.add_argument("--users", type=int, default=1_000)
-    p.add_argument("--requests", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--keep", action="store_true")
+    add_options(p, memos=1_000_000, users=1_000, requests=200, warmup=20, seed=42, keep=True)
     a = p.parse_args(argv)
     return Options(a.dialect, a.memos, a.users, a.requests, a.warmup, a.seed, a.keep)
 

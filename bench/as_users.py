@@ -30,7 +30,7 @@ import httpx
 import sqlalchemy as sa
 
 from bench.databases import fresh_database
-from bench.harness import start_server
+from bench.harness import add_options, start_server
 from bench.load import PASSWORD, _content
 from bench.timing import percentile
 
@@ -229,11 +229,8 @@ async def statements_per_request(url: str, data: pathlib.Path, holder: str) -> N
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--memos", type=int, default=100_000)
+    add_options(parser, memos=100_000, clients=8, seconds=5.0)
     parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=5.0)
     asyncio.run(run(parser.parse_args()))
 
 

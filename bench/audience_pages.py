@@ -55,7 +55,7 @@ from app.db.schema import auth_session, memo, space, space_grant, space_member
 from app.memos.listing import ListQuery, list_memos
 from bench.corpus import DAY, CorpusSpec, SeedReport
 from bench.databases import BenchDatabase, fresh_database
-from bench.harness import bench_settings, in_process
+from bench.harness import add_options, bench_settings, in_process
 from bench.list_memos import http_call, seed
 from bench.timing import Stats, fmt_ms, markdown_table, measure, step
 
@@ -431,14 +431,8 @@ def parse_args(argv: list[str] | None) -> Options:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    p.add_argument("--memos", type=int, default=1_000_000)
-    p.add_argument("--users", type=int, default=1_000)
-    p.add_argument("--requests", type=int, default=200, help="timed requests per cell")
-    p.add_argument("--warmup", type=int, default=20)
+    add_options(p, memos=1_000_000, users=1_000, requests=200, warmup=20, seed=42, keep=True)
     p.add_argument("--deep", type=int, default=50, help="nextPageToken hops to the deep page")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--keep", action="store_true", help="keep the temporary database directory")
     a = p.parse_args(argv)
     return Options(a.dialect, a.memos, a.users, a.requests, a.warmup, a.deep, a.seed, a.keep)
 

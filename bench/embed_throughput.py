@@ -36,6 +36,7 @@ from app.search.runtime import has_pgvector
 from app.search.worker import BATCH, WorkerStats, embed_pending, embed_text
 from bench.corpus import CorpusSpec, seed_postgresql, seed_sqlite
 from bench.databases import fresh_database
+from bench.harness import add_options
 from bench.timing import step
 
 RESULTS = Path(__file__).parent / "results"
@@ -118,8 +119,7 @@ async def measure(engine: Any, model: str, batch: int, model_only: int) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--memos", type=int, default=2000)
+    add_options(parser, memos=2000)
     parser.add_argument("--model", default="minilm-onnx")
     parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--model-only", type=int, default=512, help="texts timed without the DB")

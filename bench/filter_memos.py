@@ -67,7 +67,7 @@ from app.memos.listing import ListQuery, list_memos
 from app.memos.query_filter import memo_filter_clause
 from bench.corpus import WORDS, CorpusSpec, SeedReport, tag_pool
 from bench.databases import BenchDatabase, fresh_database, migrate, server_version
-from bench.harness import bench_settings, in_process
+from bench.harness import add_options, bench_settings, in_process
 from bench.list_memos import seed
 from bench.timing import Progress, Stats, markdown_table, measure, ratio, step
 
@@ -725,11 +725,7 @@ def parse_args(argv: list[str] | None) -> Options:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    p.add_argument("--memos", type=int, default=100_000)
-    p.add_argument("--users", type=int, default=1_000)
-    p.add_argument("--requests", type=int, default=100, help="timed requests per cell")
-    p.add_argument("--warmup", type=int, default=10)
+    add_options(p, memos=100_000, users=1_000, requests=100, warmup=10, seed=42, keep=True)
     p.add_argument("--compiles", type=int, default=500, help="timed compiles per expression")
     p.add_argument(
         "--budget",
@@ -737,8 +733,6 @@ def parse_args(argv: list[str] | None) -> Options:
         default=60.0,
         help="seconds per cell before stopping early (min 10 requests)",
     )
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--keep", action="store_true", help="keep the temporary database directory")
     p.add_argument(
         "--sparse-baseline",
         action="store_true",

@@ -1,7 +1,9 @@
 """What the benchmarks share to run the product: a served instance, an in-process one.
 
-Each benchmark keeps its own options and figures; this module is the one
-place that starts ``daybook serve`` (``serve`` / ``start_server``), builds a
+Each benchmark keeps its own figures; its common options (dialect, corpus
+size, users, requests, seconds, clients, seed, output) come from
+``add_options``, so they are spelt and parsed the same in every script. It is
+also the one place that starts ``daybook serve`` (``serve`` / ``start_server``), builds a
 benchmark instance's settings (``bench_settings``) and opens an in-process
 client on it (``in_process``). Databases come from ``bench.databases``,
 seeded corpora from ``bench.corpus``, percentiles and tables from
@@ -10,6 +12,7 @@ seeded corpora from ``bench.corpus``, percentiles and tables from
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
@@ -17,19 +20,17 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-import httpx
 from litestar.testing import AsyncTestClient
 
 from app.logs import configure_logging
 from app.server import create_app
 from app.settings import Settings
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 
-__all__ = ["bench_settings", "in_process", "serve", "start_server", "stop_server"]
+__all__ = ["add_options", "bench_settings", "in_process", "serve", "start_server", "stop_server"]
 
 # Rate limits off: one client address drives every simulated user (decision 0029).
 SERVE_ENV = {
@@ -38,6 +39,50 @@ SERVE_ENV = {
     "DAYBOOK_WORKERS": "1",
     "DAYBOOK_RATE_LIMITS": "0",
 }
+
+
+def add_options(
+    parser: argparse.ArgumentParser,
+    *,
+    dialect: bool = True,
+    memos: int | None = None,
+    users: int | None = None,
+    requests: int | None = None,
+    warmup: int | None = None,
+    seconds: float | None = None,
+    clients: int | None = None,
+    seed: int | None = None,
+    keep: bool = False,
+    out: bool = False,
+) -> argparse.ArgumentParser:
+    """Add the options benchmarks share; each is added only when given a default.
+
+    A script passes its own defaults (``memos=100_000``), so its command line
+    stays what it was; the names, types and help are spelt here once.
+    """
+    if dialect:
+        parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
+    if memos is not None:
+        parser.add_argument("--memos", type=int, default=memos, help="corpus size")
+    if users is not None:
+        parser.add_argument("--users", type=int, default=users)
+    if requests is not None:
+        parser.add_argument("--requests", type=int, default=requests, help="timed requests")
+    if warmup is not None:
+        parser.add_argument("--warmup", type=int, default=warmup)
+    if seconds is not None:
+        parser.add_argument("--seconds", type=float, default=seconds)
+    if clients is not None:
+        parser.add_argument("--clients", type=int, default=clients)
+    if seed is not None:
+        parser.add_argument("--seed", type=int, default=seed)
+    if keep:
+        parser.add_argument(
+            "--keep", action="store_true", help="keep the temporary database directory"
+        )
+    if out:
+        parser.add_argument("--out", help="JSON path (default under bench/results/)")
+    return parser
 
 
 def start_server(
@@ -82,19 +127,12 @@ def start_server(
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_s
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit("serve exited")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            stop_server(proc)
-            raise SystemExit("serve never became ready")
-        time.sleep(0.2)
+    if wait_ready(base, ready_s, proc=proc, interval=0.2):
+        return proc, base
+    if proc.poll() is not None:
+        raise SystemExit("serve exited")
+    stop_server(proc)
+    raise SystemExit("serve never became ready")
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from bench.databases import fresh_database
-from bench.harness import start_server, stop_server
+from bench.harness import add_options, start_server, stop_server
 from bench.load import PASSWORD
 
 TAG = re.compile(r"#(\w+)")
@@ -188,7 +188,9 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
+    add_options(
+        parser,
+    )
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--writers", type=int, default=8)

@@ -49,7 +49,7 @@ from app.memos.listing import ListQuery, list_memos
 from bench.corpus import CorpusSpec, SeedReport, markdown, tag_pool
 from bench.corpus import seed as corpus_seed
 from bench.databases import BenchDatabase, fresh_database
-from bench.harness import bench_settings, in_process
+from bench.harness import add_options, bench_settings, in_process
 from bench.timing import Stats, fmt_ms, markdown_table, measure, ratio, step
 
 PAGE_SIZE = 50
@@ -474,11 +474,7 @@ def parse_args(argv: list[str] | None) -> Options:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    p.add_argument("--memos", type=int, default=100_000)
-    p.add_argument("--users", type=int, default=1_000)
-    p.add_argument("--requests", type=int, default=200, help="timed requests per cell")
-    p.add_argument("--warmup", type=int, default=20)
+    add_options(p, memos=100_000, users=1_000, requests=200, warmup=20, seed=42, keep=True)
     p.add_argument("--creates", type=int, default=500)
     p.add_argument(
         "--baseline-budget",
@@ -486,9 +482,7 @@ def parse_args(argv: list[str] | None) -> Options:
         default=120.0,
         help="seconds per Memos-shape cell before stopping early (min 20 requests)",
     )
-    p.add_argument("--seed", type=int, default=42)
     p.add_argument("--profile", action="store_true", help="print a cProfile of the HTTP lists")
-    p.add_argument("--keep", action="store_true", help="keep the temporary database directory")
     a = p.parse_args(argv)
     return Options(
         a.dialect,

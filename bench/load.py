@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from bench.databases import fresh_database
-from bench.harness import start_server, stop_server
+from bench.harness import add_options, start_server, stop_server
 from bench.timing import percentile
 
 PASSWORD = "password-1"
@@ -297,11 +297,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
-    parser.add_argument("--clients", type=int, default=80)
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--users", type=int, default=8)
-    parser.add_argument("--memos", type=int, default=4000)
+    add_options(parser, clients=80, seconds=60, users=8, memos=4000)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument(
         "--oversized", type=int, default=6, help="45 MB bodies before the run (RSS against idle)"

@@ -33,6 +33,7 @@ from app.memos.safe_html import render_html
 from app.server import create_app
 from app.settings import Settings
 from bench.databases import fresh_database
+from bench.harness import add_options
 from bench.timing import Stats, step
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "markdown_loop.json"
@@ -161,6 +162,6 @@ async def main(hostile: int, memos: int) -> None:
 if __name__ == "__main__":  # the worker processes import this module again: guard it
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hostile", type=int, default=12)
-    parser.add_argument("--memos", type=int, default=200)
+    add_options(parser, dialect=False, memos=200)
     args = parser.parse_args()
     asyncio.run(main(args.hostile, args.memos))

@@ -31,7 +31,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.harness import start_server, stop_server
+from bench.harness import add_options, start_server, stop_server
 from bench.timing import percentile
 
 RESULTS = Path(__file__).parent / "results" / "mcp_latency.json"
@@ -152,9 +152,7 @@ async def run(requests: int, warmup: int, memos: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--memos", type=int, default=500)
+    add_options(parser, dialect=False, requests=300, warmup=30, memos=500)
     args = parser.parse_args()
     report = asyncio.run(run(args.requests, args.warmup, args.memos))
     print("| series | n | p50 ms | p95 ms |\n|---|---|---|---|")

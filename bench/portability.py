@@ -47,6 +47,7 @@ from typing import Any
 
 from bench.corpus import content_pool, creator_weights
 from bench.databases import BenchDatabase, _autocommit, fresh_database, migrate
+from bench.harness import add_options
 from bench.timing import markdown_table, step
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -403,8 +404,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--memos", type=int, default=100_000)
+    add_options(parser, memos=100_000)
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--sizes", type=str, default="", help="comma-separated memo counts")
     parser.add_argument("--workdir", default=None, help="where the databases go (default: /tmp)")

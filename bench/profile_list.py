@@ -24,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 from litestar.testing import AsyncTestClient
 
+from bench.harness import add_options
 from bench.load import _content
 from bench.timing import percentile
 
@@ -140,8 +141,7 @@ def frames(stats: pstats.Stats, n: int) -> list[tuple[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memos", type=int, default=5000)
-    parser.add_argument("--requests", type=int, default=200)
+    add_options(parser, dialect=False, memos=5000, requests=200)
     asyncio.run(run(parser.parse_args()))
 
 

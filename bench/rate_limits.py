@@ -30,6 +30,7 @@ from app.db.engine import create_engine
 from app.limits.policy import Charge, parse_overrides
 from app.limits.store import Limiter, Subject
 from bench.databases import fresh_database
+from bench.harness import add_options
 from bench.timing import measure
 
 RESULTS = pathlib.Path(__file__).parent / "results"
@@ -82,8 +83,7 @@ async def run(dialect: str, requests: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--requests", type=int, default=2000)
+    add_options(parser, requests=2000)
     args = parser.parse_args()
     result = asyncio.run(run(args.dialect, args.requests))
     RESULTS.mkdir(exist_ok=True)

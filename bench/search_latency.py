@@ -102,6 +102,7 @@ from app.search.terms import parse_terms
 from app.search.vectors import content_hash, encode, pgvector_text
 from bench.corpus import CorpusSpec, SeedReport, measured_user, seed_postgresql, seed_sqlite
 from bench.databases import fresh_database
+from bench.harness import add_options
 from bench.timing import percentile, step
 
 RESULTS = Path(__file__).parent / "results"
@@ -776,8 +777,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def main() -> None:
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # stdout: JSON
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--memos", type=int, default=100_000)
+    add_options(parser, memos=100_000, users=1000)
     parser.add_argument("--contents", type=int, default=4000, help="distinct memo bodies")
     parser.add_argument("--model", default="minilm-onnx")
     parser.add_argument("--queries", type=int, default=40, help="timed queries per caller")
@@ -792,7 +792,6 @@ def main() -> None:
         help="corpus: the bulk loader, statistics dropped (default); memos-db: a Memos"
         " database carried in by daybook import-memos-db (about 10 ms of CPU per memo)",
     )
-    parser.add_argument("--users", type=int, default=1000)
     parser.add_argument(
         "--keep-statistics",
         action="store_true",

@@ -30,6 +30,7 @@ from app.db.engine import create_engine
 from app.db.schema import attachment, memo, memo_event, memo_trash, user_account
 from app.memos.trash import DAY, purge_until_done
 from bench.databases import fresh_database
+from bench.harness import add_options
 
 CHUNK = 2000
 
@@ -199,8 +200,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dialect", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--memos", type=int, default=100_000)
+    add_options(parser, memos=100_000)
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=500)

@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from bench.harness import add_options
 from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, start_server
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "web_first_load.json"
@@ -146,7 +147,7 @@ def one_run(browser: Any, url: str, storage: dict[str, Any]) -> dict[str, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memos", type=int, default=50)
+    add_options(parser, dialect=False, memos=50)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright

@@ -11,8 +11,12 @@ from __future__ import annotations
 import os
 import pathlib
 import socket
+import subprocess
 import tempfile
+import time
 from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from app.settings import Settings
 
@@ -26,6 +30,7 @@ __all__ = [
     "mint_key",
     "restricted_key",
     "start_embedded_postgres",
+    "wait_ready",
 ]
 
 
@@ -51,6 +56,36 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_ready(
+    url: str,
+    timeout: float,
+    *,
+    proc: subprocess.Popen[Any] | None = None,
+    interval: float = 0.1,
+) -> bool:
+    """Poll ``{url}/readyz`` until it answers 200: True, or False after ``timeout`` s.
+
+    Also False as soon as ``proc`` (the started server) has exited, so a
+    crashed server is not waited on; the caller words its own failure. One
+    ``httpx.Client`` serves every poll: a fresh ``httpx.get`` builds a
+    client (and its SSL context) per call, about 50 ms of CPU each on the
+    2-core CI machine, which the server being started needs.
+    """
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=url, timeout=1) as http:
+        while True:
+            if proc is not None and proc.poll() is not None:
+                return False
+            try:
+                if http.get("/readyz").status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(interval)  # polling a port: there is no event to wait on
 
 
 def start_embedded_postgres(pgdata: pathlib.Path) -> tuple[Any, str]:

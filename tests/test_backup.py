@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from tests.conftest import _admin_exec
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 
 _counter = itertools.count()
 PASSWORD = "password-1"
@@ -105,16 +105,9 @@ class Server:
             stderr=subprocess.DEVNULL,
             env=_env(),
         )
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.proc.poll() is None, "serve exited"
-            try:
-                if httpx.get(f"{self.base}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve never became ready"
-            time.sleep(0.1)  # polling a port: there is no event to wait on
+        ready = wait_ready(self.base, 60, proc=self.proc)
+        assert self.proc.poll() is None, "serve exited"
+        assert ready, "serve never became ready"
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -24,7 +24,7 @@ from app.db.migrate import head_revision
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 from tests.test_migrations import chain
 
 _counter = itertools.count()
@@ -339,17 +339,10 @@ def test_serve_process_health_and_clean_sigterm(
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                assert proc.poll() is None, f"serve exited early:\n{err.read_text()}"
-                try:
-                    if _get(f"{base}/healthz") == 200:
-                        break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, f"no /healthz after 30s:\n{err.read_text()}"
-                time.sleep(0.1)
-            assert _get(f"{base}/readyz") == 200
+            ready = wait_ready(base, 30, proc=proc)
+            assert proc.poll() is None, f"serve exited early:\n{err.read_text()}"
+            assert ready, f"no /readyz after 30s:\n{err.read_text()}"
+            assert _get(f"{base}/healthz") == 200
             assert _get(f"{base}/api/v1/auth/me") == 401
 
             started = time.monotonic()

@@ -32,3 +32,17 @@ def test_the_table_names_nothing_that_is_gone() -> None:
     paths = set(re.findall(r"`((?:app|tests|bench|migrations|web|docs)/[^` ]*)`", _table()))
     missing = sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists())
     assert missing == []
+
+
+def test_every_app_package_is_in_the_test_map() -> None:
+    """``tests/README.md`` maps each ``app/`` package to its tests, and names no lost path."""
+    text = (ROOT / "tests" / "README.md").read_text()
+    named = set(re.findall(r"`(app/[^`/]+/)`", text))
+    packages = {
+        f"app/{p.name}/"
+        for p in (ROOT / "app").iterdir()
+        if p.is_dir() and (p / "__init__.py").exists()
+    }
+    assert sorted(packages - named) == []
+    paths = set(re.findall(r"`((?:app|tests|web)/[^`<> *]*)`", text))
+    assert sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists()) == []

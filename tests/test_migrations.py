@@ -38,7 +38,6 @@ import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -56,7 +55,7 @@ from app.db.migrate import alembic_config, current_revision, downgrade, upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
-from tests.support import free_port, make_settings
+from tests.support import free_port, make_settings, wait_ready
 
 _counter = itertools.count()
 SESSION_TOKEN = "migration-test-session-token"  # bearer secret of alice's inserted session
@@ -853,14 +852,7 @@ def _start_together(url: str, tmp_path: pathlib.Path, migrators: int, servers: i
             if proc.returncode != 0 or f"database at revision {chain()[-1]}" not in out.decode():
                 problems.append(f"migrate exited {proc.returncode}: {err.decode()[-2000:]}")
         for port, server in zip(ports, serving, strict=True):
-            deadline = time.monotonic() + 60
-            while server.poll() is None and time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)  # polling a port: there is no event to wait on
-            else:
+            if not wait_ready(f"http://127.0.0.1:{port}", 60, proc=server):
                 problems.append(f"serve on {port} never became ready (exit {server.poll()})")
     finally:
         for server in serving:

@@ -13,13 +13,12 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 
 
 def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen[bytes], str]:
@@ -45,14 +44,8 @@ def start(url: str, data: pathlib.Path, migrate: bool) -> tuple[subprocess.Popen
         env={**os.environ, "DAYBOOK_LOG_FORMAT": "json"},
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+    if wait_ready(base, 30):
+        return proc, base
     proc.kill()
     raise RuntimeError("server did not become ready")
 

@@ -21,6 +21,7 @@ import time
 
 import httpx
 
+from tests.support import wait_ready
 from tests.test_two_processes import free_port
 
 PASSWORD = "password-1"
@@ -60,16 +61,9 @@ def test_two_workers_share_requests_and_run_each_job_once(tmp_path: pathlib.Path
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve --workers 2 never became ready"
-            time.sleep(0.2)
+        ready = wait_ready(base, 120, proc=proc, interval=0.2)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert ready, "serve --workers 2 never became ready"
         workers = {
             int(p)
             for p in pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()

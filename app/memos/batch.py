@@ -41,6 +41,7 @@ from app.api.bounds import Name
 from app.api.structs import In, Out, resource_id
 from app.db.schema import memo
 from app.errors import AlreadyExists, DaybookError, IdUnavailable, InvalidArgument, NotFound
+from app.memos.rows import ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.memos.service import (
     PreparedMemo,
@@ -144,7 +145,7 @@ async def _existing(conn: AsyncConnection, uids: list[str]) -> set[str]:
     return found
 
 
-async def _own_row(conn: AsyncConnection, ctx: WriteContext, uid: str) -> Any:
+async def _own_row(conn: AsyncConnection, ctx: WriteContext, uid: str) -> ReadMemoRow | None:
     """The existing memo if it is ours to skip or replace (see the module docstring), else None."""
     try:
         row = await load_for_read(conn, uid, ctx.caller, ctx.access.access_mode)

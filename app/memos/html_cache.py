@@ -22,7 +22,6 @@ import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.db.schema import memo_html
 from app.memos import schemas
 from app.memos.parse_pool import parse_memo
+from app.memos.rows import MemoRow
 from app.memos.safe_html import RENDERER_VERSION
 
 __all__ = ["attach_html", "content_hash", "store_html"]
@@ -71,7 +71,7 @@ async def store_html(
 
 
 async def attach_html(
-    conn: AsyncConnection, memos: Sequence[schemas.Memo], rows: Sequence[Any]
+    conn: AsyncConnection, memos: Sequence[schemas.Memo], rows: Sequence[MemoRow]
 ) -> None:
     """Fill ``content_html`` on presented memos (the ``view=html`` opt-in).
 

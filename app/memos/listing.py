@@ -102,7 +102,7 @@ def _after(keys: list[OrderKey], values: list[Any]) -> ColumnElement[bool]:
     return clause
 
 
-def _key_values(row: Any, keys: list[OrderKey]) -> list[Any]:
+def _key_values(row: MemoRow, keys: list[OrderKey]) -> list[Any]:
     return [
         bool(getattr(row, k.column.name))
         if k.column is memo.c.pinned

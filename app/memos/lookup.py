@@ -34,7 +34,7 @@ def memo_uid(name: str, field: str = "memo") -> str:
     return valid_uid(resource_id(name, "memos", field=field), field=field)
 
 
-async def written_memo(conn: AsyncConnection, memo_id: int) -> sa.Row[Any]:
+async def written_memo(conn: AsyncConnection, memo_id: int) -> MemoRow:
     """The memo's row as this request's own write left it, to answer with.
 
     Only after the write admitted the caller to the memo (so no audience

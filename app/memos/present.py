@@ -37,7 +37,7 @@ from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
-from app.memos.rows import MemoRow
+from app.memos.rows import MemoRow, PlacedMemoRow
 from app.relations.visible import relation_of, relation_sides
 
 T = TypeVar("T")
@@ -340,7 +340,7 @@ def _in_order(items: list[tuple[int, T]]) -> list[T]:
 
 
 async def _space_names(
-    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None
+    conn: AsyncConnection, rows: Sequence[MemoRow], caller: Caller | None
 ) -> tuple[dict[int | None, str], SpaceScope]:
     """``spaces/{uid}`` of the page's spaces the caller is a member of, and its scope.
 
@@ -360,16 +360,17 @@ async def _space_names(
     return {int(i): f"spaces/{u}" for i, u in found.all()}, scope
 
 
-def _shows_place(row: Any, spaces: dict[int | None, str], scope: SpaceScope) -> bool:
+def _shows_place(row: PlacedMemoRow, spaces: dict[int | None, str], scope: SpaceScope) -> bool:
     return (
-        row.space_id in spaces
+        row.space_id is not None
+        and row.space_id in spaces
         and row.tree is not None
         and scope.level_at(row.space_id, row.tree) >= READ
     )
 
 
 async def _parent_names(
-    conn: AsyncConnection, rows: Sequence[Any], caller: Caller | None, mode: AccessMode
+    conn: AsyncConnection, rows: Sequence[MemoRow], caller: Caller | None, mode: AccessMode
 ) -> dict[int, str]:
     """Each comment's parent name, only where the caller can read the parent.
 

@@ -41,7 +41,7 @@ from app.memos.html_cache import store_html
 from app.memos.parse import Parsed
 from app.memos.parse_pool import parse_memo
 from app.memos.placement import place_moved, place_new, refuse_if_shared, require_write
-from app.memos.rows import MemoRow, ReadMemoRow
+from app.memos.rows import MemoRow, PlacedMemoRow, ReadMemoRow
 from app.memos.schemas import MemoIn
 from app.webhooks.outbox import Activity, emit
 
@@ -401,11 +401,11 @@ async def _scope_of(
     return await load_scope(conn, caller, space_id)
 
 
-def _may_write(caller: Caller, row: MemoRow, scope: SpaceScope) -> bool:
+def _may_write(caller: Caller, row: PlacedMemoRow, scope: SpaceScope) -> bool:
     return write_denial(caller, row.creator_id, memo_spot(row), None, scope) is None
 
 
-async def may_write(conn: AsyncConnection, caller: Caller, row: MemoRow) -> bool:
+async def may_write(conn: AsyncConnection, caller: Caller, row: PlacedMemoRow) -> bool:
     """The write rule for a loaded memo row, with the caller's scope in its space."""
     return _may_write(caller, row, await _scope_of(conn, caller, row.space_id))
 

@@ -53,7 +53,7 @@ from app.attachments import storage
 from app.db.schema import attachment, instance_setting, memo, memo_event, memo_trash
 from app.db.transactions import read_transaction, write_transaction
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from app.memos.rows import MemoRow
+from app.memos.rows import MemoRow, RestoredRow
 from app.memos.service import TRACKED, WriteContext, may_write
 from app.webhooks.outbox import Activity, emit
 
@@ -332,7 +332,9 @@ async def list_trash(
     return ListTrashResponse(memos=out, next_page_token=token)
 
 
-async def load_trashed(conn: AsyncConnection, uid: str, caller: Caller, mode: AccessMode) -> Any:
+async def load_trashed(
+    conn: AsyncConnection, uid: str, caller: Caller, mode: AccessMode
+) -> RestoredRow:
     """A root of the caller's trash by uid, or 404 (the same answer for any other memo)."""
     row = (
         await conn.execute(
@@ -344,7 +346,7 @@ async def load_trashed(conn: AsyncConnection, uid: str, caller: Caller, mode: Ac
     return row
 
 
-async def undelete(conn: AsyncConnection, ctx: WriteContext, row: Any) -> None:
+async def undelete(conn: AsyncConnection, ctx: WriteContext, row: RestoredRow) -> None:
     """Put back exactly the group the DELETE trashed, each memo in its prior state.
 
     A restore is a write: the write rule applies to the memo as it would be

@@ -12,7 +12,7 @@ resolver).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 import structlog
@@ -32,6 +32,7 @@ from app.db.schema import space_grant, space_group_member, space_member, user_ac
 from app.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from app.spaces import schemas
 from app.spaces.groups import group_id, group_in_space
+from app.spaces.rows import GrantRow, SpaceRow
 from app.spaces.service import SpaceContext, member_space, record_event, user_by_name
 
 log = structlog.get_logger("daybook.spaces")
@@ -54,7 +55,9 @@ def _may_manage(role: str, own: list[Grant], path: str) -> bool:
     return role == "ADMIN" or level_at(own, path) >= OWNER
 
 
-async def _present(conn: AsyncConnection, space_uid: str, rows: list[Any]) -> list[schemas.Grant]:
+async def _present(
+    conn: AsyncConnection, space_uid: str, rows: Sequence[GrantRow]
+) -> list[schemas.Grant]:
     ids = {r.user_id for r in rows if r.user_id is not None}
     names: dict[int, str] = {}
     if ids:
@@ -114,7 +117,7 @@ async def list_grants(
 
 
 async def _principal(
-    conn: AsyncConnection, space_row: Any, raw: str
+    conn: AsyncConnection, space_row: SpaceRow, raw: str
 ) -> tuple[int | None, int | None]:
     if raw.startswith("users/"):
         user = await user_by_name(conn, raw, "principal")

@@ -9,8 +9,6 @@ its ACTIVE members in any case.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -18,6 +16,7 @@ from app.api.structs import rfc3339
 from app.db.schema import space_group, space_group_member, space_member, user_account
 from app.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from app.spaces import roster, schemas
+from app.spaces.rows import GroupRow
 from app.spaces.service import SpaceContext, member_space, record_event, user_by_name
 
 __all__ = [
@@ -39,7 +38,7 @@ def group_id(raw: str) -> int:
     return int(text)
 
 
-def group_out(space_uid: str, row: Any) -> schemas.Group:
+def group_out(space_uid: str, row: GroupRow) -> schemas.Group:
     return schemas.Group(
         name=f"spaces/{space_uid}/groups/{row.id}",
         title=row.title,
@@ -47,7 +46,7 @@ def group_out(space_uid: str, row: Any) -> schemas.Group:
     )
 
 
-async def group_in_space(conn: AsyncConnection, space_id: int, gid: int) -> Any:
+async def group_in_space(conn: AsyncConnection, space_id: int, gid: int) -> GroupRow:
     row = (
         await conn.execute(
             sa.select(space_group).where(

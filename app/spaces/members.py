@@ -22,10 +22,12 @@ from app.api.structs import resource_id, rfc3339
 from app.db.schema import space, space_member, user_account
 from app.errors import AlreadyExists, Conflict, FailedPrecondition, InvalidArgument, NotFound
 from app.spaces import provisioning, roster, schemas
+from app.spaces.rows import SeatRow, SpaceRow
 from app.spaces.service import SpaceContext, member_space, record_event, user_by_name, usernames
+from app.users.rows import UserRow
 
 
-def member_out(space_uid_: str, row: Any, names: dict[int, str]) -> schemas.Member:
+def member_out(space_uid_: str, row: SeatRow, names: dict[int, str]) -> schemas.Member:
     username = names.get(row.user_id, "")
     return schemas.Member(
         name=f"spaces/{space_uid_}/members/{username}",
@@ -41,14 +43,14 @@ def member_out(space_uid_: str, row: Any, names: dict[int, str]) -> schemas.Memb
 
 
 async def _present_members(
-    conn: AsyncConnection, space_uid_: str, rows: Sequence[Any]
+    conn: AsyncConnection, space_uid_: str, rows: Sequence[SeatRow]
 ) -> list[schemas.Member]:
     ids = {r.user_id for r in rows} | {r.invited_by for r in rows if r.invited_by is not None}
     names = await usernames(conn, ids)
     return [member_out(space_uid_, r, names) for r in rows]
 
 
-async def _seat_row(conn: AsyncConnection, space_id: int, user_id: int) -> Any:
+async def _seat_row(conn: AsyncConnection, space_id: int, user_id: int) -> SeatRow | None:
     return (
         await conn.execute(
             sa.select(space_member).where(
@@ -56,6 +58,17 @@ async def _seat_row(conn: AsyncConnection, space_id: int, user_id: int) -> Any:
             )
         )
     ).first()
+
+
+async def _written_seat(conn: AsyncConnection, space_id: int, user_id: int) -> SeatRow:
+    """A seat this transaction has just written: it exists, so ``one()``."""
+    return (
+        await conn.execute(
+            sa.select(space_member).where(
+                space_member.c.space_id == space_id, space_member.c.user_id == user_id
+            )
+        )
+    ).one()
 
 
 async def _active_admins(conn: AsyncConnection, space_id: int) -> int:
@@ -129,7 +142,7 @@ async def invite(
         )
     )
     await record_event(conn, ctx, row.id, "INVITE", {"user_id": invitee.id, "role": role})
-    seat = await _seat_row(conn, row.id, invitee.id)
+    seat = await _written_seat(conn, row.id, invitee.id)
     return (await _present_members(conn, row.uid, [seat]))[0]
 
 
@@ -179,7 +192,7 @@ async def accept(
         "ACCEPT",
         {"role": seat.role, "defaultMemberGrants": row.default_member_grants},
     )
-    fresh = await _seat_row(conn, row.id, ctx.caller.user_id)
+    fresh = await _written_seat(conn, row.id, ctx.caller.user_id)
     return (await _present_members(conn, row.uid, [fresh]))[0]
 
 
@@ -207,7 +220,9 @@ async def revoke(conn: AsyncConnection, ctx: SpaceContext, uid: str, username: s
     await record_event(conn, ctx, row.id, "REVOKE", {"user_id": target.id})
 
 
-async def _target_seat(conn: AsyncConnection, space_row: Any, username: str) -> tuple[Any, Any]:
+async def _target_seat(
+    conn: AsyncConnection, space_row: SpaceRow, username: str
+) -> tuple[UserRow, SeatRow]:
     target = await user_by_name(conn, username, "username")
     seat = await _seat_row(conn, space_row.id, target.id)
     if seat is None:
@@ -235,7 +250,7 @@ async def update_member(
         await record_event(
             conn, ctx, row.id, "ROLE", {"user_id": target.id, "from": seat.role, "to": role}
         )
-    fresh = await _seat_row(conn, row.id, target.id)
+    fresh = await _written_seat(conn, row.id, target.id)
     return (await _present_members(conn, row.uid, [fresh]))[0]
 
 

@@ -31,7 +31,10 @@ from app.errors import (
     NotFound,
     PermissionDenied,
 )
+from app.memos.rows import MemoRow
 from app.spaces import provisioning, roster, schemas
+from app.spaces.rows import MemberSpaceRow, SpaceRow
+from app.users.rows import UserRow
 
 MEMO_TRACKED = (
     "content",
@@ -60,7 +63,7 @@ def declared_uids(caller: Caller) -> frozenset[str] | None:
     return caller.restriction.declared_uids()
 
 
-def _role_through(caller: Caller, row: Any) -> str:
+def _role_through(caller: Caller, row: MemberSpaceRow) -> str:
     """The roster role as this credential may act on it (see :func:`member_space`)."""
     role = str(row.my_role)
     if role == "ADMIN" and not keeps_admin(caller.restriction, str(row.uid)):
@@ -78,7 +81,7 @@ def not_found(uid: str) -> NotFound:
 
 async def member_space(
     conn: AsyncConnection, caller: Caller, uid: str, *, admin: bool = False, lock: bool = False
-) -> tuple[Any, Any]:
+) -> tuple[MemberSpaceRow, roster.Seat]:
     """The space and the caller's ACTIVE seat in it, or 404; 403 when ``admin`` is needed.
 
     The seat's role is what the credential may act as: a space ADMIN
@@ -127,7 +130,7 @@ async def record_event(
     )
 
 
-def space_out(row: Any, creator: str, role: str, state: str) -> schemas.Space:
+def space_out(row: SpaceRow, creator: str, role: str, state: str) -> schemas.Space:
     grants = row.default_member_grants if isinstance(row.default_member_grants, list) else []
     return schemas.Space(
         name=f"spaces/{row.uid}",
@@ -154,7 +157,9 @@ async def usernames(conn: AsyncConnection, ids: set[int]) -> dict[int, str]:
     return {int(i): str(u) for i, u in rows.all()}
 
 
-async def present_space(conn: AsyncConnection, row: Any, role: str, state: str) -> schemas.Space:
+async def present_space(
+    conn: AsyncConnection, row: SpaceRow, role: str, state: str
+) -> schemas.Space:
     names = await usernames(conn, {row.creator_id})
     return space_out(row, names.get(row.creator_id, ""), role, state)
 
@@ -321,7 +326,7 @@ async def delete_space(conn: AsyncConnection, ctx: SpaceContext, uid: str) -> No
     )
 
 
-def _delete_event(ctx: SpaceContext, m: Any) -> dict[str, Any]:
+def _delete_event(ctx: SpaceContext, m: MemoRow) -> dict[str, Any]:
     return {
         "memo_id": m.id,
         "kind": "DELETE",
@@ -334,7 +339,7 @@ def _delete_event(ctx: SpaceContext, m: Any) -> dict[str, Any]:
     }
 
 
-async def user_by_name(conn: AsyncConnection, name: str, field: str) -> Any:
+async def user_by_name(conn: AsyncConnection, name: str, field: str) -> UserRow:
     username = resource_id(name, "users", field=field)
     row = (
         await conn.execute(sa.select(user_account).where(user_account.c.username == username))

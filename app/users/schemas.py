@@ -8,6 +8,7 @@ import msgspec
 
 from app.api.bounds import Description, Enum, Name, Password, Title, Url
 from app.api.structs import In, Out, rfc3339
+from app.users.rows import UserRow
 
 
 class User(Out):
@@ -52,7 +53,7 @@ class ListUsersResponse(Out):
     next_page_token: str = ""
 
 
-def user_out(row: Any, *, private: bool) -> User:
+def user_out(row: UserRow, *, private: bool) -> User:
     """``private``: the caller is this user or an admin, and may see the email."""
     return User(
         name=f"users/{row.username}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ from app.errors import (
 )
 from app.instance.store import AccessSettings
 from app.spaces.members import refuse_if_last_space_admin
+from app.users.rows import UserRow
 from app.users.schemas import UserIn
 
 ROLES = ("ADMIN", "USER")
@@ -69,7 +71,7 @@ def _text(value: Any, field: str, limit: int) -> str:
     return str(value)
 
 
-async def get_user(conn: AsyncConnection, username: str) -> Any:
+async def get_user(conn: AsyncConnection, username: str) -> UserRow:
     row = (
         await conn.execute(sa.select(user_account).where(user_account.c.username == username))
     ).first()
@@ -78,14 +80,14 @@ async def get_user(conn: AsyncConnection, username: str) -> Any:
     return row
 
 
-async def list_users(conn: AsyncConnection, caller: Caller) -> list[Any]:
+async def list_users(conn: AsyncConnection, caller: Caller) -> Sequence[UserRow]:
     """Every user, oldest first (admins only)."""
     if not caller.is_admin:
         raise PermissionDenied("only an admin can list users")
     return list((await conn.execute(sa.select(user_account).order_by(user_account.c.id))).all())
 
 
-async def users_named(conn: AsyncConnection, names: list[str]) -> list[Any]:
+async def users_named(conn: AsyncConnection, names: list[str]) -> Sequence[UserRow]:
     """The users with these usernames, in no particular order (``users:batchGet``)."""
     stmt = sa.select(user_account).where(user_account.c.username.in_(names))
     return list((await conn.execute(stmt)).all())
@@ -121,7 +123,7 @@ async def create_user(
     access: AccessSettings,
     data: UserIn,
     now: int,
-) -> Any:
+) -> UserRow:
     """Sign-up or an admin creating a user.
 
     The first user becomes ADMIN; after that sign-up is open only when the
@@ -218,7 +220,7 @@ CREDENTIAL_FIELDS = frozenset({"password", "username"})
 async def _check_credential_change(
     hasher: PasswordHasher,
     caller: Caller,
-    target: Any,
+    target: UserRow,
     data: UserIn,
     paths: set[str],
     is_self: bool,
@@ -262,11 +264,11 @@ async def update_user(
     conn: AsyncConnection,
     hasher: PasswordHasher,
     caller: Caller,
-    target: Any,
+    target: UserRow,
     data: UserIn,
     paths: set[str],
     now: int,
-) -> Any:
+) -> UserRow:
     is_self = caller.user_id == target.id
     if not (is_self or caller.is_admin):
         raise PermissionDenied("only the user or an admin can change a user")
@@ -329,7 +331,7 @@ async def update_user(
     return (await conn.execute(sa.select(user_account).where(user_account.c.id == target.id))).one()
 
 
-async def delete_user(conn: AsyncConnection, caller: Caller, target: Any) -> None:
+async def delete_user(conn: AsyncConnection, caller: Caller, target: UserRow) -> None:
     if not caller.is_admin:
         raise PermissionDenied("only an admin can delete users")
     if target.role == "ADMIN" and target.state == "NORMAL" and await _active_admins(conn) <= 1:

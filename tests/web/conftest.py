@@ -15,14 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 
 CHROMIUM = os.environ.get("DAYBOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -96,17 +95,11 @@ def start_server(
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     log.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + ready_within
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log_path.read_bytes().decode(errors="replace")[-2000:]
-            raise RuntimeError(f"daybook serve exited: {tail}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
+    if wait_ready(url, ready_within, proc=proc, interval=0.2):
+        return proc, url
+    if proc.poll() is not None:
+        tail = log_path.read_bytes().decode(errors="replace")[-2000:]
+        raise RuntimeError(f"daybook serve exited: {tail}")
     proc.kill()
     raise RuntimeError(f"daybook serve did not become ready in {ready_within:.0f} s")
 

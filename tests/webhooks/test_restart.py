@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support import free_port
+from tests.support import free_port, wait_ready
 from tests.webhooks.conftest import HANG, Receiver
 
 ENV = {
@@ -49,14 +49,8 @@ def start(url: str, data: pathlib.Path) -> tuple[subprocess.Popen[bytes], str]:
         env={**os.environ, **ENV},
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120  # a loaded 2-core machine takes a while to import
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+    if wait_ready(base, 120):  # a loaded 2-core machine takes a while to import
+        return proc, base
     proc.kill()
     raise RuntimeError("server did not become ready")
 
