@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import re
-import time
 from typing import Any
 
 from playwright.sync_api import expect
@@ -405,8 +404,11 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     # Opened offline, the app found no attachments endpoint; online again, it asks again.
     expect(page.locator("form.composer").get_by_role("button", name="Attach files")).to_be_visible()
     files = page.locator("form.composer input[type=file]")
-    files.set_input_files(files=[{"name": "ticket.png", "mimeType": "image/png", "buffer": png}])
-    expect(page.locator(".pending-files li", has_text="ticket.png")).to_be_visible()
+    with page.expect_response(lambda r: r.request.method == "POST" and "/attachments?" in r.url):
+        files.set_input_files(
+            files=[{"name": "ticket.png", "mimeType": "image/png", "buffer": png}]
+        )
+    expect(page.locator(".pending-files li", has_text="ticket.png")).to_have_text("ticket.png ×")
     ctx.set_offline(True)
     files.set_input_files(files=[{"name": "late.png", "mimeType": "image/png", "buffer": png}])
     expect(page.locator(".pending-files li.kept", has_text="late.png")).to_contain_text(
@@ -472,13 +474,12 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     expect(page.locator(".pending-files li")).to_have_count(0)
 
     # Web Share Target: another app posts text, a URL and an image. Its upload
-    # is held back, so the save below is pressed while the file is still on its
-    # way: the save waits for it instead of leaving the file out.
-    def slow_upload(route: Any) -> None:
-        time.sleep(0.5)
-        route.continue_()
-
-    page.route("**/api/v1/attachments?*", slow_upload)
+    # is held back until the save below is pressed, so the save is pressed
+    # while the file is still on its way: it waits for it instead of leaving
+    # the file out.
+    held: list[Any] = []
+    uploads = re.compile(r"/api/v1/attachments\?attachmentId=")
+    page.route(uploads, lambda route: held.append(route))
     page.evaluate(
         """() => {
             const form = document.createElement('form');
@@ -499,8 +500,11 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     expect(page.locator(".pending-files li", has_text="dot.png")).to_be_visible()
     expect(page.locator(".pending-files")).to_contain_text("Uploading")  # still on its way
     editor.press("Control+Enter")
+    expect(page.locator("form.composer").get_by_role("button", name="Saving")).to_be_visible()
+    assert len(held) == 1
+    held[0].continue_()
     expect(card(page, "Look at this")).to_have_count(1)
-    page.unroute("**/api/v1/attachments?*")
+    page.unroute(uploads)
     shared = next(m for m in _mine(server, "traveller") if "Look at this" in m["content"])
     assert [a["filename"] for a in shared["attachments"]] == ["dot.png"]
 
