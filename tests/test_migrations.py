@@ -225,6 +225,11 @@ async def insert_realistic_rows(engine: AsyncEngine) -> dict[str, int]:
                 if await has_column(conn, "attachment", "storage_type")
                 else {}
             ),
+            **(
+                {"sha256": "5f0a" * 16}  # 0018: the upload's hash, for idempotent repeats
+                if await has_column(conn, "attachment", "sha256")
+                else {}
+            ),
         )
         await insert(
             s.attachment,

@@ -10,6 +10,7 @@ nothing: every check runs before the first statement that writes.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -76,6 +79,43 @@ def valid_external_link(link: str, field: str = "externalLink") -> str:
             f"{field}: must be an absolute http(s) URL of at most {MAX_LINK} characters"
         )
     return link
+
+
+def is_repeat(
+    row: Any, creator_id: int, sha256: str | None, new: NewAttachment, memo_id: int | None
+) -> bool:
+    """Whether an upload naming an existing id is a retry of the upload that made ``row``.
+
+    A client that chose the id (``attachmentId``) sends the same upload again
+    after a lost answer (the web client's outbox, decision 0039): the same
+    creator with the same bytes (or the same link). Anything else is a
+    conflict, whoever asks: another user learns only that the id is taken,
+    never the attachment. A row without a hash (older than migration 0018)
+    never matches, and a repeat naming a memo needs the row bound to it; one
+    naming none matches wherever the first try's memo has put it since.
+    """
+    if row.creator_id != creator_id or (memo_id is not None and row.memo_id != memo_id):
+        return False
+    if new.external_link:
+        return bool(row.external_link) and row.external_link == new.external_link
+    return sha256 is not None and row.sha256 == sha256 and row.size == new.size
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+async def content_sha256(new: NewAttachment) -> str | None:
+    """Hex SHA-256 of the upload's bytes; None for a link (it has none)."""
+    if new.external_link:
+        return None
+    if new.source is not None:
+        return await anyio.to_thread.run_sync(_hash_file, new.source)
+    return hashlib.sha256(new.content).hexdigest()
 
 
 def attachment_uid(name: str) -> str:
@@ -160,9 +200,12 @@ async def create_attachment(
         raise PermissionDenied(
             "this access token does not reach personal objects: name the memo to attach to"
         )
-    if (
-        await conn.execute(sa.select(attachment.c.id).where(attachment.c.uid == uid))
-    ).first() is not None:
+    sha256 = await content_sha256(new)
+    existing = (await conn.execute(sa.select(attachment).where(attachment.c.uid == uid))).first()
+    if existing is not None:
+        # Checked before any bytes are stored: a retry stores nothing twice.
+        if is_repeat(existing, caller.user_id, sha256, new, memo_id):
+            return existing
         raise AlreadyExists(f"attachment {uid!r} already exists")
     if new.external_link:
         if new.content or new.source is not None:
@@ -209,11 +252,16 @@ async def create_attachment(
                     storage_type=stored.storage_type.value,
                     storage_key=stored.storage_key,
                     blob=stored.blob,
+                    sha256=sha256,
                     created_ts=now,
                 )
                 .returning(attachment.c.id)
             )
         ).scalar_one()
+    except IntegrityError:
+        # The same id inserted by a concurrent request since the check above.
+        await storage.discard(store, stored.storage_type, stored.storage_key)
+        raise AlreadyExists(f"attachment {uid!r} already exists") from None
     except BaseException:
         await storage.discard(store, stored.storage_type, stored.storage_key)
         raise

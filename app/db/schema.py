@@ -323,6 +323,10 @@ attachment = sa.Table(
     sa.Column("created_ts", Timestamp, nullable=False),
     # Where the bytes are (app.attachments.storage.StorageType), per row as in Memos.
     sa.Column("storage_type", sa.String(16), nullable=False, server_default="LOCAL"),
+    # Hex SHA-256 of the uploaded bytes (migration 0018): a repeated upload with
+    # the same client-chosen id is answered with this row only when it matches.
+    # NULL for a link and for rows older than 0018.
+    sa.Column("sha256", sa.String(64), nullable=True),
     sa.Index(None, "creator_id", "created_ts"),
     sa.Index(None, "memo_id"),
 )

@@ -226,3 +226,66 @@ async def test_stored_under_random_key(alice: Actor, settings: Settings) -> None
     files = list((settings.data_dir / "attachments").iterdir())
     assert len(files) == 1 and "report" not in files[0].name and len(files[0].name) == 32
     assert pathlib.Path(files[0]).parent == settings.data_dir / "attachments"
+
+
+async def test_a_repeated_upload_with_its_client_id_is_idempotent(
+    alice: Actor, bob: Actor, settings: Settings
+) -> None:
+    """The outbox's retry (decision 0039): the same id, creator and bytes answer the
+    first attachment and store nothing again; anything else is 409, and another
+    user's repeat never gets the attachment, its name or its bytes."""
+    stored = settings.data_dir / "attachments"
+    uid = "offline0photo00000001"
+    body = {"filename": "ticket.png", "type": "image/png", "content": "iVBORw0KGgo="}
+    first = await alice.post(f"/api/v1/attachments?attachmentId={uid}", json=body)
+    assert first.status_code == 200, first.text
+    again = await alice.post(f"/api/v1/attachments?attachmentId={uid}", json=body)
+    assert again.status_code == 200 and again.json() == first.json()
+    assert await names_of(alice, "/api/v1/attachments", "attachments") == [f"attachments/{uid}"]
+    assert len(list(stored.iterdir())) == 1
+    # Other bytes under the same id: a conflict, and the first file untouched.
+    other = {**body, "content": base64.b64encode(b"other bytes").decode()}
+    r = await alice.post(f"/api/v1/attachments?attachmentId={uid}", json=other)
+    assert r.status_code == 409
+    # Another user with the very same upload: 409, never alice's attachment.
+    for attempt in (body, other):
+        r = await bob.post(f"/api/v1/attachments?attachmentId={uid}", json=attempt)
+        assert r.status_code == 409 and "ticket" not in r.text and "createTime" not in r.text
+    assert await names_of(bob, "/api/v1/attachments", "attachments") == []
+    assert len(list(stored.iterdir())) == 1
+    # Bound by the memo create that followed, a repeat naming no memo still
+    # answers it (the outbox retrying after a lost answer); one naming another memo is 409.
+    memo = await alice.memo("train", attachments=[{"name": f"attachments/{uid}"}])
+    r = await alice.post(f"/api/v1/attachments?attachmentId={uid}", json=body)
+    assert r.status_code == 200 and r.json()["memo"] == memo["name"]
+    elsewhere = await alice.memo("elsewhere")
+    r = await alice.post(
+        f"/api/v1/attachments?attachmentId={uid}", json={**body, "memo": elsewhere["name"]}
+    )
+    assert r.status_code == 409
+    r = await alice.post(
+        f"/api/v1/attachments?attachmentId={uid}", json={**body, "memo": memo["name"]}
+    )
+    assert r.status_code == 200
+    # The multipart form (hashed as streamed to disk) and a link repeat alike.
+    parts = {"file": ("scan.pdf", b"%PDF-1.4 scan", "application/pdf")}
+    made = await alice.post("/api/v1/attachments?attachmentId=offline0scan", files=parts)
+    assert made.status_code == 200, made.text
+    r = await alice.post("/api/v1/attachments?attachmentId=offline0scan", files=parts)
+    assert r.status_code == 200 and r.json() == made.json()
+    r = await alice.post(
+        "/api/v1/attachments?attachmentId=offline0scan",
+        files={"file": ("scan.pdf", b"%PDF-1.4 another", "application/pdf")},
+    )
+    assert r.status_code == 409
+    link = {"filename": "map", "externalLink": "https://example.com/map"}
+    made = await alice.post("/api/v1/attachments?attachmentId=offline0link", json=link)
+    r = await alice.post("/api/v1/attachments?attachmentId=offline0link", json=link)
+    assert made.status_code == 200 and r.json() == made.json()
+    r = await alice.post(
+        "/api/v1/attachments?attachmentId=offline0link",
+        json={**link, "externalLink": "https://example.com/other"},
+    )
+    assert r.status_code == 409
+    assert len(list(stored.iterdir())) == 2
+    assert len(await names_of(alice, "/api/v1/attachments", "attachments")) == 3

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import re
-import time
 from typing import Any
 
 from playwright.sync_api import expect
@@ -21,6 +20,18 @@ from tests.web.conftest import PASSWORD, Server
 from tests.web.pages import EDITOR, card, ensure_admin, memo_action, sign_in, write_memo
 
 PHONE = {"width": 390, "height": 844}
+# The web client's kept files (IndexedDB, decision 0039): id, queued memo, bytes still here.
+KEPT_FILES = """() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('daybook-files', 1);
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+        const all = open.result.transaction('files').objectStore('files').getAll();
+        all.onsuccess = () => {
+            open.result.close();
+            resolve(all.result.map((f) => ({ id: f.id, memo: f.memo, blob: Boolean(f.blob) })));
+        };
+    };
+})"""
 DOT_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
@@ -387,36 +398,88 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     assert page.evaluate("localStorage.getItem('daybook.outbox.traveller')") is None
 
     # Files: one uploaded online rides with a memo queued offline (bound in the
-    # create); one chosen offline is refused plainly (the outbox keeps memos only).
+    # create); one chosen offline is kept in IndexedDB, shown as kept, and
+    # uploaded under its own id before the memo once back online (decision 0039).
     png = base64.b64decode(DOT_PNG)
     # Opened offline, the app found no attachments endpoint; online again, it asks again.
     expect(page.locator("form.composer").get_by_role("button", name="Attach files")).to_be_visible()
     files = page.locator("form.composer input[type=file]")
-    files.set_input_files(files=[{"name": "ticket.png", "mimeType": "image/png", "buffer": png}])
-    expect(page.locator(".pending-files li", has_text="ticket.png")).to_be_visible()
+    with page.expect_response(lambda r: r.request.method == "POST" and "/attachments?" in r.url):
+        files.set_input_files(
+            files=[{"name": "ticket.png", "mimeType": "image/png", "buffer": png}]
+        )
+    expect(page.locator(".pending-files li", has_text="ticket.png")).to_have_text("ticket.png ×")
     ctx.set_offline(True)
     files.set_input_files(files=[{"name": "late.png", "mimeType": "image/png", "buffer": png}])
-    expect(
-        page.locator(".toast", has_text="You are offline: files cannot be attached")
-    ).to_be_visible()
-    expect(page.locator(".pending-files li")).to_have_count(1)
+    expect(page.locator(".pending-files li.kept", has_text="late.png")).to_contain_text(
+        "kept here, sent when online"
+    )
+    expect(page.locator(".pending-files li")).to_have_count(2)
     page.get_by_label(EDITOR).fill("Train ticket")
     page.get_by_label(EDITOR).press("Control+Enter")
     page.wait_for_function("() => localStorage.getItem('daybook.outbox.traveller') !== null")
+    entry = page.evaluate("JSON.parse(localStorage.getItem('daybook.outbox.traveller'))")[0]
+    assert len(entry["files"]) == 1 and len(entry["body"]["attachments"]) == 2
+    assert [f["memo"] for f in page.evaluate(KEPT_FILES)] == [entry["id"]]
     ctx.set_offline(False)
     page.evaluate("window.dispatchEvent(new Event('online'))")
     page.wait_for_function("() => localStorage.getItem('daybook.outbox.traveller') === null")
     ticket = [m for m in _mine(server, "traveller") if m["content"] == "Train ticket"]
-    assert [[a["filename"] for a in m["attachments"]] for m in ticket] == [["ticket.png"]]
+    assert [[a["filename"] for a in m["attachments"]] for m in ticket] == [
+        ["ticket.png", "late.png"]
+    ]
+    assert entry["files"] == [
+        a["name"] for a in ticket[0]["attachments"] if a["filename"] == "late.png"
+    ]
+    assert page.evaluate(KEPT_FILES) == []
+
+    # Kept across a reload like the draft's text, and sent exactly once through
+    # lost answers: the upload's (the server has it, the app does not know),
+    # then the memo create's. Each retry repeats the upload under the same id.
+    ctx.set_offline(True)
+    files.set_input_files(files=[{"name": "receipt.png", "mimeType": "image/png", "buffer": png}])
+    expect(page.locator(".pending-files li.kept", has_text="receipt.png")).to_be_visible()
+    page.reload()
+    expect(page.locator(".pending-files li.kept", has_text="receipt.png")).to_be_visible()
+    page.get_by_label(EDITOR).fill("Receipt")
+    page.get_by_label(EDITOR).press("Control+Enter")
+    page.wait_for_function("() => localStorage.getItem('daybook.outbox.traveller') !== null")
+    lost = {"attachments": 1, "memos": 1}
+
+    def lose_answer(route: Any) -> None:
+        kind = "attachments" if "/attachments?" in route.request.url else "memos"
+        if route.request.method == "POST" and lost[kind]:
+            lost[kind] -= 1
+            route.fetch()  # the server gets the request...
+            route.abort()  # ...and its answer is lost
+        else:
+            route.continue_()
+
+    writes = re.compile(r"/api/v1/(attachments\?attachmentId=|memos\?memoId=)")
+    page.route(writes, lose_answer)
+    ctx.set_offline(False)
+    for _ in range(5):
+        page.evaluate("import('/assets/outbox.js').then((m) => m.flush('traveller'))")
+        if page.evaluate("localStorage.getItem('daybook.outbox.traveller')") is None:
+            break
+    page.unroute(writes)
+    assert lost == {"attachments": 0, "memos": 0}
+    receipt = [m for m in _mine(server, "traveller") if m["content"] == "Receipt"]
+    assert [[a["filename"] for a in m["attachments"]] for m in receipt] == [["receipt.png"]]
+    uploaded = server.api("traveller", "GET", "/attachments", params={"pageSize": 100})
+    assert [a["filename"] for a in uploaded["attachments"]].count("receipt.png") == 1
+    assert page.evaluate(KEPT_FILES) == []
+    page.reload()  # nothing left to bring back
+    expect(page.get_by_label(EDITOR)).to_have_value("")
+    expect(page.locator(".pending-files li")).to_have_count(0)
 
     # Web Share Target: another app posts text, a URL and an image. Its upload
-    # is held back, so the save below is pressed while the file is still on its
-    # way: the save waits for it instead of leaving the file out.
-    def slow_upload(route: Any) -> None:
-        time.sleep(0.5)
-        route.continue_()
-
-    page.route("**/api/v1/attachments", slow_upload)
+    # is held back until the save below is pressed, so the save is pressed
+    # while the file is still on its way: it waits for it instead of leaving
+    # the file out.
+    held: list[Any] = []
+    uploads = re.compile(r"/api/v1/attachments\?attachmentId=")
+    page.route(uploads, lambda route: held.append(route))
     page.evaluate(
         """() => {
             const form = document.createElement('form');
@@ -437,8 +500,11 @@ def test_offline_timeline_outbox_and_share_target(new_page: Any, server: Server)
     expect(page.locator(".pending-files li", has_text="dot.png")).to_be_visible()
     expect(page.locator(".pending-files")).to_contain_text("Uploading")  # still on its way
     editor.press("Control+Enter")
+    expect(page.locator("form.composer").get_by_role("button", name="Saving")).to_be_visible()
+    assert len(held) == 1
+    held[0].continue_()
     expect(card(page, "Look at this")).to_have_count(1)
-    page.unroute("**/api/v1/attachments")
+    page.unroute(uploads)
     shared = next(m for m in _mine(server, "traveller") if "Look at this" in m["content"])
     assert [a["filename"] for a in shared["attachments"]] == ["dot.png"]
 
@@ -566,10 +632,29 @@ def test_rough_edges_placement_and_share_offer(new_page: Any, server: Server) ->
     assert page.evaluate(background) == "rgb(17, 19, 24)"
     assert page.evaluate("localStorage.getItem('daybook.theme')") is None
 
+    # Settings opens at the top (defect 10), whether reached from a timeline
+    # scrolled far down or loaded directly by its URL.
+    def settings_at_top() -> None:
+        expect(page.get_by_role("heading", name="Settings", level=1)).to_be_in_viewport()
+        expect(page.get_by_role("link", name="Export memos")).to_be_visible()  # lazy part drawn
+        assert page.evaluate("scrollY") == 0
+
+    def scroll_home_down() -> None:
+        card(page, "Long diary").get_by_role("button", name="Show more").click()
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        assert page.evaluate("scrollY") > 300
+
+    scroll_home_down()
+    page.goto("about:blank")
+    page.goto("/#/settings")
+    settings_at_top()
+    page.goto("/#/")
+    scroll_home_down()
     # The password rule is shown before a failure and checked as the server does.
     patches: list[str] = []
     page.on("request", lambda r: patches.append(r.url) if r.method == "PATCH" else None)
     page.get_by_role("link", name="Settings").click()
+    settings_at_top()
     form = page.get_by_role("region", name="Change password")
     expect(form).to_contain_text("At least 8 characters, at most 1024 bytes.")
     form.get_by_label("Current password").fill(PASSWORD)

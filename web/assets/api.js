@@ -84,9 +84,12 @@ export const memoId = (name) => name.replace(/^memos\//, "");
 // Which optional endpoints exist: cheap probes after the first paint, refined
 // on use. Answers the probed bodies, so nothing is fetched twice.
 export async function detectFeatures(username) {
+  // No answer at all (offline) leaves attachments offered: a file chosen
+  // offline is kept and sent with its memo (decision 0039); the "online"
+  // event asks again.
   const probe = async (key, path, query) => {
     try { const body = await api(path, { query, quiet: true }); features[key] = true; return body; }
-    catch { features[key] = false; return null; }
+    catch (err) { features[key] = key === "attachments" && !(err instanceof ApiError); return null; }
   };
   const [spaces, views] = await Promise.all([
     probe("spaces", "/spaces"),

@@ -11,6 +11,8 @@ import { icon } from "./icons.js";
 import { LEVELS, canonical, pathPicker, writePath } from "./tree.js";
 
 const VISIBILITIES = ["PRIVATE", "PROTECTED", "PUBLIC", "SPACE"];
+// A client-chosen id (memoId, attachmentId), so a retry never duplicates.
+const randomId = () => [...crypto.getRandomValues(new Uint8Array(11))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 export function createComposer({ memo = null, onSaved, onCancel, autofocus = false, spaceUid = "" } = {}) {
   const editing = Boolean(memo);
@@ -30,12 +32,24 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
   // Attachments as chips, not Markdown lines in the text (defect 6): the card
   // shows them once, below the content.
   const fileList = h("ul", { class: "pending-files", "aria-label": t("attachments") });
+  // Files chosen offline, kept in IndexedDB until their memo is sent (decision
+  // 0039): named by the attachment id they will be uploaded with.
+  const kept = new Set();
   const fileChip = (name, label) => {
-    const li = h("li", { class: "chip" }, label, " ", h("button", { type: "button", class: "link", "aria-label": t("removeFile", { name: label }),
-      onclick: () => { pending.splice(pending.indexOf(name), 1); li.remove(); } }, "×"));
+    const li = h("li", { class: kept.has(name) ? "chip kept" : "chip" }, kept.has(name) ? t("fileKept", { name: label }) : label, " ",
+      h("button", { type: "button", class: "link", "aria-label": t("removeFile", { name: label }), onclick: () => {
+        pending.splice(pending.indexOf(name), 1);
+        li.remove();
+        if (kept.delete(name)) import("./outbox.js").then((m) => m.dropFile(state.me.username, name));
+      } }, "×"));
     fileList.append(li);
   };
   memo?.attachments.forEach((a) => fileChip(a.name, a.filename));
+  const keep = (f) => { pending.push(f.name); kept.add(f.name); fileChip(f.name, f.filename); };
+  // The draft's kept files come back after a reload, like its text.
+  if (!editing && localStorage.getItem(`daybook.files.${state.me.username}`)) {
+    import("./outbox.js").then((m) => m.draftFiles(state.me.username)).then((files) => files.forEach(keep)).catch(() => {});
+  }
 
   // Visibility (with the instance's rules) and, separately, where the memo
   // is placed: no space, or a space where the caller may write and a path in
@@ -171,7 +185,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
       body.displayTime = at.toISOString();
     }
     // A client id on every create, so a retry (the offline outbox) never duplicates.
-    const clientId = [...crypto.getRandomValues(new Uint8Array(11))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    const clientId = randomId();
     try {
       let saved;
       if (editing) {
@@ -182,11 +196,16 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         // Attachments are bound in the create itself (one transaction), so a
         // memo queued offline keeps the files uploaded before the line dropped.
         if (features.attachments && pending.length) body.attachments = pending.map((name) => ({ name }));
+        // Kept files are uploaded first (under their ids), then the memo names them.
+        const files = pending.filter((name) => kept.has(name));
+        const outbox = files.length ? await import("./outbox.js") : null;
         try {
+          await outbox?.sendFiles(files);
           saved = await api("/memos", { method: "POST", body, query: { memoId: clientId } });
+          await outbox?.forgetFiles(state.me.username, files).catch(() => {}); // the memo exists: done
         } catch (err) {
-          if (err instanceof ApiError) throw err;
-          (await import("./outbox.js")).enqueue(state.me.username, clientId, body); // offline: sent later
+          if (err instanceof ApiError) { if (err.file) toast(err.message || t("error"), "error"); throw err; }
+          await (outbox || await import("./outbox.js")).enqueue(state.me.username, clientId, body, files); // offline: sent later
           saved = null;
         }
       }
@@ -204,6 +223,7 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         syncSpace();
         textarea.value = "";
         pending.length = 0;
+        kept.clear();
         fileList.replaceChildren();
         localStorage.removeItem(draftKey);
         togglePreview(false);
@@ -226,10 +246,14 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
 
   async function uploadAll(files) {
     if (!features.attachments) { toast(t("attachUnavailable"), "error"); return; }
-    // Files are not queued offline (only memos are): say so plainly instead of
-    // a generic network error, and keep the editor's text as it is.
-    if (!navigator.onLine) { toast(t("attachOffline"), "error"); return; }
+    // Offline, a new memo's files are kept here and sent with it (edits are not
+    // queued: say so plainly instead of a generic network error).
+    const keepOffline = async (file, id = randomId()) => {
+      if (editing) { toast(t("attachOffline"), "error"); return; }
+      keep(await (await import("./outbox.js")).keepFile(state.me.username, file, id));
+    };
     for (const file of files) {
+      if (!navigator.onLine) { await keepOffline(file); continue; }
       const busy = h("li", { class: "chip" }, t("attaching", { name: file.name }));
       fileList.append(busy);
       const content = await new Promise((resolve) => {
@@ -237,13 +261,17 @@ export function createComposer({ memo = null, onSaved, onCancel, autofocus = fal
         reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
         reader.readAsDataURL(file);
       });
+      // Under an id of ours: if the answer is lost, the kept file's retry
+      // under the same id finds this upload instead of making a second one.
+      const id = randomId();
       try {
-        const att = await api("/attachments", { method: "POST", quiet: true,
+        const att = await api("/attachments", { method: "POST", quiet: true, query: { attachmentId: id },
           body: { filename: file.name, type: file.type || "application/octet-stream", content } });
         pending.push(att.name);
         fileChip(att.name, att.filename || file.name);
       } catch (err) {
-        toast(err instanceof ApiError ? err.message || t("error") : t("attachOffline"), "error");
+        if (err instanceof ApiError) toast(err.message || t("error"), "error");
+        else await keepOffline(file, id); // no answer: kept, as offline
       } finally { busy.remove(); }
     }
   }
