@@ -46,7 +46,7 @@ from app.errors import InvalidArgument
 from app.memos.present import _origin
 from app.memos.rows import ReadMemoRow
 from app.memos.schemas import Origin
-from app.memos.service import load_for_read
+from app.memos.service import load_for_read, may_write
 
 __all__ = ["HistoryQuery", "ListMemoHistoryResponse", "MemoVersion", "list_history"]
 
@@ -76,6 +76,10 @@ class MemoVersion(Out):
 class ListMemoHistoryResponse(Out):
     versions: list[MemoVersion]
     next_page_token: str = ""
+    # Whether the caller may write the memo now (the write rule, app.access.writes),
+    # so may revert it to one of these versions: a client offers revert from this
+    # answer instead of re-deriving the rule (decision 0040).
+    can_edit: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,7 @@ async def list_history(
 ) -> ListMemoHistoryResponse:
     row = await load_for_read(conn, query.uid, query.caller, query.mode)
     viewer = query.caller.user_id if query.caller else None
+    can_edit = query.caller is not None and await may_write(conn, query.caller, row)
     key = fingerprint("history", row.id, viewer)
     before: int | None = None
     if query.page_token:
@@ -168,13 +173,13 @@ async def list_history(
             break
         cursor = chunk[-1].id
     if not shown:
-        return ListMemoHistoryResponse(versions=[])
+        return ListMemoHistoryResponse(versions=[], can_edit=can_edit)
     actors = await _usernames(conn, {e.actor_id for e, _, _ in shown})
     versions = [
         _version(row.uid, e, text, snapshot, actors, places, viewer) for e, text, snapshot in shown
     ]
     token = encode_token(secret, key, [shown[-1][0].id]) if more else ""
-    return ListMemoHistoryResponse(versions=versions, next_page_token=token)
+    return ListMemoHistoryResponse(versions=versions, next_page_token=token, can_edit=can_edit)
 
 
 def _apply(fields: dict[str, Any], prior: Any) -> None:

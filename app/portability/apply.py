@@ -485,6 +485,7 @@ async def _relations(conn: AsyncConnection, walk: Walk) -> None:
         if not page:
             return
         after = page[-1][0]
+        walk.staging.commit()  # the warnings of the page before (see _walk)
         for _, record in page:
             outcome = walk.staging.outcome(record.uid)
             if outcome is None or outcome.action == Action.SKIP.value:
@@ -552,6 +553,9 @@ async def _walk(conn: AsyncConnection, walk: Walk) -> None:
                     walk.ctx.progress(1)
             if batch:
                 await _flush(conn, walk, batch)
+            # The page's outcomes and warnings to the staging file: an open staging
+            # transaction would hold every dirty page in memory until the end.
+            walk.staging.commit()
     await _relations(conn, walk)
 
 

@@ -301,6 +301,12 @@ class Staging:
         ).fetchall()
         return [(str(u), str(m)) for u, m in rows]
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """A read of this package's own statements (cross-checks in validation)."""
-        return list(self._db.execute(sql, params).fetchall())
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+        """A read of this package's own statements (cross-checks in validation), row by
+        row from its own cursor: never the whole result in memory (decision 0040)."""
+        cursor = self._db.execute(sql, params)
+        try:
+            while rows := cursor.fetchmany(500):
+                yield from rows
+        finally:
+            cursor.close()

@@ -6,6 +6,7 @@ from typing import Any
 
 from tests.conftest import Actor
 from tests.related.helpers import restricted_key
+from tests.spaces.conftest import create_space, join, space_memo
 
 
 async def _three_versions(alice: Actor) -> dict[str, Any]:
@@ -61,7 +62,12 @@ async def test_revert_is_a_new_version_and_obeys_the_write_rule(alice: Actor, bo
     assert (await bob.get(f"/api/v1/{m['name']}/history:diff?from=1")).status_code == 404
     r = await bob.post(f"/api/v1/{m['name']}:revert", json={"version": 3})
     assert r.status_code == 403, r.text
+    # The history says who may revert (the write rule), so a client need not guess.
+    assert (await alice.get(f"/api/v1/{m['name']}/history")).json()["canEdit"] is True
+    assert (await bob.get(f"/api/v1/{m['name']}/history")).json()["canEdit"] is False
     key = await restricted_key(alice, scope="READ", personal="AUDIENCE")
+    r = await alice.client.get(f"/api/v1/{m['name']}/history", headers=key)
+    assert r.status_code == 200 and r.json()["canEdit"] is False, r.text
     r = await alice.client.post(f"/api/v1/{m['name']}:revert", headers=key, json={"version": 1})
     assert r.status_code == 403, r.text
     r = await alice.post(
@@ -113,3 +119,27 @@ async def test_a_trashed_memo_has_no_diff_and_no_revert(alice: Actor) -> None:
     assert (await alice.get(f"/api/v1/{m['name']}/history:diff?from=1")).status_code == 404
     r = await alice.post(f"/api/v1/{m['name']}:revert", json={"version": 1})
     assert r.status_code == 404
+
+
+async def test_a_space_owner_may_revert_a_members_memo_a_writer_may_not(
+    alice: Actor, bob: Actor
+) -> None:
+    """The write rule, not authorship: OWNER at the path reverts anyone's memo there;
+    WRITE there reverts only one's own (decision 0020)."""
+    team = (await create_space(alice, "Revert team"))["name"]
+    await join(alice, team, bob)  # alice ADMIN: OWNER at share; bob: WRITE at share
+    mine = (await space_memo(bob, team, content="bob v1", visibility="SPACE")).json()
+    r = await bob.patch(f"/api/v1/{mine['name']}?updateMask=content", json={"content": "bob v2"})
+    assert r.status_code == 200, r.text
+    assert (await alice.get(f"/api/v1/{mine['name']}/history")).json()["canEdit"] is True
+    r = await alice.post(f"/api/v1/{mine['name']}:revert", json={"version": 1})
+    assert r.status_code == 200 and r.json()["content"] == "bob v1", r.text
+
+    hers = (await space_memo(alice, team, content="alice v1", visibility="SPACE")).json()
+    r = await alice.patch(f"/api/v1/{hers['name']}?updateMask=content", json={"content": "v2"})
+    assert r.status_code == 200, r.text
+    history = (await bob.get(f"/api/v1/{hers['name']}/history")).json()
+    assert history["canEdit"] is False and len(history["versions"]) == 2
+    r = await bob.post(f"/api/v1/{hers['name']}:revert", json={"version": 1})
+    assert r.status_code == 403, r.text
+    assert (await alice.get(f"/api/v1/{hers['name']}")).json()["content"] == "v2"

@@ -55,20 +55,23 @@ function relationsSection(memo) {
     h("h2", {}, t("references")), refs, h("h2", {}, t("backlinks")), back);
 }
 
-// Versions newest first; each can be shown, compared with the one before it
-// (a line diff computed here from the two contents) and, when the server has
-// a revert endpoint, restored.
+// Versions newest first; each can be shown, compared with the one before it,
+// and any two compared by choosing them ("from" and "to": the server's diff,
+// or a line diff computed here from the two contents). Revert is offered when
+// the server says the caller may write the memo now (`canEdit` in the
+// history answer: the write rule decides, not this client).
 function historySection(memo, redraw) {
   const body = h("div", {}, h("p", { class: "muted small" }, t("loading")));
   const el = section(t("history"), body);
   (async () => {
-    let versions;
-    try { versions = (await api(`/memos/${memoId(memo.name)}/history`, { query: { pageSize: 50 }, quiet: true })).versions || []; } catch {
+    let res;
+    try { res = await api(`/memos/${memoId(memo.name)}/history`, { query: { pageSize: 50 }, quiet: true }); } catch {
       el.remove(); return;
     }
+    const versions = res.versions || [];
     if (!versions.length) { clear(body, h("p", { class: "muted small" }, t("noHistory"))); return; }
     const view = h("div", { class: "version-view" });
-    const own = state.me && memo.creator === state.me.name;
+    const mayRevert = res.canEdit === true;
     clear(body, h("ol", { class: "version-list" }, versions.map((v, i) => {
       const previous = versions[i + 1];
       return h("li", { class: "version-row" },
@@ -79,11 +82,26 @@ function historySection(memo, redraw) {
           h("button", { type: "button", class: "btn ghost small", onclick: () => showVersion(view, v) }, t("show")),
           previous ? h("button", { type: "button", class: "btn ghost small", "aria-label": t("diffVersion", { n: v.version }),
             onclick: () => showDiff(view, previous, v, memo) }, t("diff")) : null,
-          own && i > 0 ? h("button", { type: "button", class: "btn ghost small", "aria-label": t("revertTo", { n: v.version }),
+          mayRevert && i > 0 ? h("button", { type: "button", class: "btn ghost small", "aria-label": t("revertTo", { n: v.version }),
             onclick: () => revert(memo, v, redraw) }, t("revert")) : null));
-    })), view);
+    })), versions.length > 1 ? compareControls(versions, view, memo) : null, view);
   })();
   return el;
+}
+
+// Two selects, "from" (default: the version before the newest) and "to"
+// (default: the newest), and a Compare button: any two versions, either way round.
+function compareControls(versions, view, memo) {
+  const pick = (label, chosen) => h("select", { class: "select small-select", "aria-label": label },
+    versions.map((v) => h("option", { value: String(v.version), selected: v === chosen }, t("versionN", { n: v.version }))));
+  const from = pick(t("compareFrom"), versions[1]);
+  const to = pick(t("compareTo"), versions[0]);
+  const byNumber = (select) => versions.find((v) => String(v.version) === select.value);
+  return h("div", { class: "row-actions version-compare", role: "group", "aria-label": t("compareVersions") },
+    h("span", { class: "muted small" }, t("compareFrom")), from,
+    h("span", { class: "muted small" }, t("compareTo")), to,
+    h("button", { type: "button", class: "btn ghost small",
+      onclick: () => showDiff(view, byNumber(from), byNumber(to), memo) }, t("compare")));
 }
 
 function showVersion(view, v) {
