@@ -131,6 +131,7 @@ ATTACHMENT_COLUMNS = (
     "external_link",
     "created_ts",
     "storage_type",
+    "sha256",  # migration 0018: the seeded files have no bytes to hash
 )
 USER_COLUMNS = (
     "id",
@@ -458,6 +459,7 @@ def _related(
                 None,
                 created,
                 "LOCAL",
+                None,
             )
         )
 
