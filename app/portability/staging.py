@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -98,6 +100,34 @@ class Outcome:
     is_comment: bool
 
 
+DELETE_BATCH = 1024  # directory entries listed at a time when a staging store is removed
+
+
+def empty_flat_dir(path: Path, batch: int = DELETE_BATCH) -> None:
+    """Delete the files directly in ``path``, ``batch`` directory entries at a time.
+
+    ``shutil.rmtree`` lists a directory whole before deleting it (one
+    ``DirEntry`` per file), and the staging store holds a file per archive
+    entry: removing a 100,000-memo import's store took 14 MB more memory for
+    its 9 seconds, the one allocation of an import that grew with the
+    archive (decision 0040). Subdirectories and files that cannot be deleted
+    are left for ``rmtree``.
+    """
+    while True:
+        try:
+            with os.scandir(path) as entries:
+                files = [e.path for e in itertools.islice(entries, batch) if e.is_file()]
+        except FileNotFoundError:
+            return
+        deleted = 0
+        for name in files:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+                deleted += 1
+        if deleted == 0:
+            return
+
+
 class Staging:
     """One archive's scratch store. Use as a context manager; closing deletes it."""
 
@@ -123,6 +153,7 @@ class Staging:
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
+        empty_flat_dir(self.files)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def commit(self) -> None:
