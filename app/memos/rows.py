@@ -15,20 +15,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from app.access.writes import Placed
+
 __all__ = ["MemoRow", "PlacedMemoRow", "ReadMemoRow", "RestoredRow"]
 
 
-class PlacedMemoRow(Protocol):
-    """What the write rule reads of a memo: its creator and where it is."""
+class PlacedMemoRow(Placed, Protocol):
+    """What the write rule reads of a memo: its creator and where it is
+    (``access.writes.Placed``: visibility, space and tree)."""
 
     @property
     def creator_id(self) -> int: ...
-    @property
-    def visibility(self) -> str: ...
-    @property
-    def space_id(self) -> int | None: ...
-    @property
-    def tree(self) -> str | None: ...
 
 
 class MemoRow(Protocol):
