@@ -465,6 +465,45 @@ def test_archive_has_undo(new_page: Any, signed_in: Any, server: Server) -> None
     assert page.js_errors == []
 
 
+def test_an_open_menu_survives_the_space_access_arriving(new_page: Any, server: Server) -> None:
+    """The caller's space access arrives after the timeline is drawn: the space
+    cards are drawn again with the controls their grants allow, in place, and a
+    menu opened on another card meanwhile stays open (the whole timeline used to
+    be replaced, closing it under the reader's pointer: a CI failure)."""
+    ensure_admin(server)
+    server.create_user("alice", "mira")
+    space = server.api("mira", "POST", "/spaces", json={"title": "Greenhouse"})
+    server.api(
+        "mira",
+        "POST",
+        "/memos",
+        json={"content": "Water the seedlings", "space": space["name"], "tree": "share"},
+    )
+    server.api("mira", "POST", "/memos", json={"content": "Call the plumber"})
+    page = new_page()
+    held: list[Any] = []
+    page.route(re.compile(r"/api/v1/spaces/[^/?]+/access"), lambda route: held.append(route))
+    sign_in(page, "mira")
+    placed = card(page, "Water the seedlings")
+    expect(placed).to_be_visible()
+    expect(placed.get_by_label("Actions")).to_have_count(0)  # no access known yet
+    personal = card(page, "Call the plumber")
+    personal.get_by_label("Actions").click()
+    expect(personal.get_by_role("menuitem", name="Archive")).to_be_visible()
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the client never asked for the space access"
+    for route in held:
+        route.continue_()
+    expect(placed.get_by_label("Actions")).to_be_visible()  # drawn again with its controls
+    expect(personal.get_by_role("menuitem", name="Archive")).to_be_visible()  # still open
+    personal.get_by_role("menuitem", name="Archive").click()
+    expect(personal).to_have_count(0)
+    assert page.js_errors == []
+
+
 def test_reset_link_page_sets_the_users_own_password(new_page: Any, server: Server) -> None:
     """The page a one-time reset link opens: the user sets its own password (decision 0022).
 

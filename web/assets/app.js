@@ -164,17 +164,10 @@ function render({ keepComposer = false } = {}) {
     // Only the sidebar and chips depend on late data; keep the editor's focus and text.
     layout.main.querySelector(".chips")?.replaceWith(chips(route));
     composer?.refresh();
-    if (timeline && state.spaces.length && timeline.querySelector(".memo-card[data-space]")) {
-      // Space memos drawn before the access arrived can now show the controls
-      // their grants allow. Only then: a timeline without them (or still
-      // loading, whose cards will be drawn with the access) is kept, so a
-      // filter chosen in the first second is not fetched twice (defect 10:
-      // "the first tag filter after start takes 2 s").
-      const old = timeline;
-      timeline = createTimeline(route, { onCountsChanged: reloadStats });
-      old.dispose();
-      old.replaceWith(timeline);
-    }
+    // Space memos drawn before the access arrived now show the controls their
+    // grants allow; the timeline itself is kept, so a filter chosen in the
+    // first second is not fetched twice (defect 10) and an open menu stays open.
+    if (state.spaces.length) timeline?.redrawPlaced?.();
     return;
   }
   timeline?.dispose();

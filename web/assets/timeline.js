@@ -78,6 +78,8 @@ export function createTimeline(route, { onCountsChanged } = {}) {
     }
   }
 
+  const drawn = new WeakMap(); // card element -> the memo it shows
+
   function card(memo) {
     const el = memoCard(memo, {
       onChanged: (updated) => {
@@ -93,6 +95,7 @@ export function createTimeline(route, { onCountsChanged } = {}) {
         onCountsChanged?.();
       },
     });
+    drawn.set(el, memo);
     return el;
   }
 
@@ -105,6 +108,16 @@ export function createTimeline(route, { onCountsChanged } = {}) {
     const firstUnpinned = [...feed.children].find((el) => !el.classList.contains("pinned"));
     feed.insertBefore(card(memo), memo.pinned ? feed.firstChild : firstUnpinned || null);
     status.textContent = "";
+  };
+  // Space memos drawn before the caller's access arrived are drawn again with
+  // the controls their grants allow: those cards only, in place, so nothing is
+  // fetched twice and a menu open on any other card stays open (a whole new
+  // timeline here closed it under the reader's pointer).
+  root.redrawPlaced = () => {
+    feed.querySelectorAll(".memo-card[data-space]").forEach((el) => {
+      const memo = drawn.get(el);
+      if (memo && !el.querySelector("details[open]")) el.replaceWith(card(memo));
+    });
   };
   root.load = load;
   root.dispose = () => observer?.disconnect();
