@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from app.db import transactions
+from app.db import driver, transactions
 from app.errors import Unavailable
 
 # busy_timeout first: switching a fresh file to WAL takes a lock another process may hold.
@@ -83,6 +83,9 @@ def create_engine(url: str, *, echo: bool = False) -> AsyncEngine:
         kwargs.update(PG_POOL)
     elif not is_memory:
         kwargs.update(SQLITE_POOL)
+    if full.startswith("sqlite"):
+        # One thread hop per statement, none in a write turn (app.db.driver).
+        kwargs["module"] = driver.dbapi()
     engine = create_async_engine(full, **kwargs)
     sa.event.listen(engine.sync_engine, "do_connect", _connect_or_unavailable)
     if engine.dialect.name == "sqlite":

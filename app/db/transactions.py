@@ -57,6 +57,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import await_only
 
+from app.db.driver import DirectConnection
 from app.errors import Unavailable
 
 __all__ = [
@@ -190,6 +191,7 @@ class WriterGate:
         self.stats: TurnStats | None = TurnStats.from_env()
         self._turn_started = 0.0
         self.statements: list[str] = []
+        self.queued = 0  # writers waiting behind this turn when it began (TurnStats)
 
     def _current(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -222,11 +224,20 @@ class WriterGate:
         if self.stats is not None:
             self._turn_started = time.perf_counter()
             self.statements = []
+            self.queued = len(getattr(lock, "_waiters", None) or ())
 
     def release(self, holder: Any) -> None:
         if self._holder is not None and self._holder is holder and self._lock is not None:
             if self.stats is not None:
-                self.stats.add(time.perf_counter() - self._turn_started, self.statements)
+                begun = getattr(holder, "begun", 0.0) or self._turn_started
+                self.stats.add(
+                    time.perf_counter() - self._turn_started,
+                    self.statements,
+                    begin=begun - self._turn_started,
+                    queued=self.queued,
+                )
+            if isinstance(holder, DirectConnection):
+                holder.end_turn()
             self._holder = self._task = None
             if self._turn is not None:
                 self._turn.release()
@@ -239,31 +250,29 @@ class WriterGate:
 
 class TurnStats:
     """Write turns measured (``DAYBOOK_TURN_STATS=path``, for bench/): how long
-    each held the gate and which statements ran under it; written at exit."""
+    each held the gate and which statements ran under it, one JSON line per
+    turn, written as it ends (a worker stopped by a signal runs no atexit)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.turns: list[tuple[float, list[str]]] = []
-        import atexit
-
-        atexit.register(self.dump)
 
     @classmethod
     def from_env(cls) -> TurnStats | None:
-        import os
-
         path = os.environ.get("DAYBOOK_TURN_STATS")
         return cls(f"{path}.{os.getpid()}") if path else None
 
-    def add(self, held: float, statements: list[str]) -> None:
-        self.turns.append((held, statements))
-
-    def dump(self) -> None:
+    def add(self, held: float, statements: list[str], begin: float = 0.0, queued: int = 0) -> None:
         import json
 
-        with open(self.path, "w") as out:
-            for held, statements in self.turns:
-                out.write(json.dumps({"held": held, "statements": statements}) + "\n")
+        line = {
+            "held": held,
+            "begin": begin,
+            "queued": queued,
+            "at": time.perf_counter(),
+            "statements": statements,
+        }
+        with open(self.path, "a") as out:
+            out.write(json.dumps(line) + "\n")
 
 
 _GATE_ATTR = "_daybook_writer_gate"
@@ -283,7 +292,16 @@ def _kind(conn: Connection | None) -> TxKind:
 
 
 def _begin_immediate(conn: Connection, budget: float) -> None:
-    """BEGIN IMMEDIATE, retried with back-off while another process writes."""
+    """BEGIN IMMEDIATE, retried with back-off while another process writes.
+
+    First one try on this thread that does not wait (the lock is almost
+    always free: Daybook's processes take turns on :class:`ProcessTurn`);
+    only when something else holds it (a backup, the CLI) the waiting tries
+    go to the connection's thread, where SQLite's busy timeout may sleep.
+    """
+    holder = conn.connection.dbapi_connection
+    if isinstance(holder, DirectConnection) and holder.try_begin_immediate():
+        return
     deadline = time.monotonic() + budget
     delay = _BACKOFF_FIRST
     while True:
@@ -325,8 +343,16 @@ def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
             except BaseException:
                 gate.release(holder)
                 raise
+            # The lock is held: the turn's statements run on this thread, no
+            # loop passes between them (app.db.driver, decision 0042).
+            if isinstance(holder, DirectConnection):
+                holder.begin_turn()
         else:
-            conn.exec_driver_sql("BEGIN")
+            holder = conn.connection.dbapi_connection
+            if isinstance(holder, DirectConnection):
+                holder.begin_read()  # no I/O: straight to SQLite, not through an execution
+            else:
+                conn.exec_driver_sql("BEGIN")
 
     def on_checkin(dbapi_connection: Any, _record: Any) -> None:
         gate.release(dbapi_connection)
