@@ -30,7 +30,7 @@ used by one task at a time (the pool checks it out to one connection), from
 whichever thread runs the statement.
 
 Relies on aiosqlite's ``Connection._conn`` and ``_execute`` (SQLAlchemy's
-own adapter uses its ``_tx`` queue); ``tests/db/test_driver.py`` pins what
+own adapter uses its ``_tx`` queue); ``tests/test_sqlite_driver.py`` pins what
 this needs of them.
 """
 
@@ -47,7 +47,7 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.util import await_only
 
-__all__ = ["INLINE_BUDGET", "DirectConnection", "DirectCursor", "dbapi"]
+__all__ = ["INLINE_BUDGET", "DirectConnection", "DirectCursor", "DirectDBAPI", "dbapi"]
 
 T = TypeVar("T")
 

@@ -57,7 +57,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import await_only
 
-from app.db.driver import DirectConnection
+from app.db.driver import DirectConnection, DirectDBAPI
 from app.errors import Unavailable
 
 __all__ = [
@@ -185,7 +185,7 @@ class WriterGate:
     def __init__(self, turn: ProcessTurn | None = None) -> None:
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._holder: Any = None  # the DBAPI connection of the current writer
+        self._holder: DirectConnection | None = None  # the current writer's connection
         self._task: asyncio.Task[Any] | None = None
         self._turn = turn
         self.stats: TurnStats | None = TurnStats.from_env()
@@ -199,7 +199,7 @@ class WriterGate:
             self._lock, self._loop, self._holder = asyncio.Lock(), loop, None
         return self._lock
 
-    async def acquire(self, holder: Any, wait: float) -> None:
+    async def acquire(self, holder: DirectConnection, wait: float) -> None:
         lock = self._current()
         if self._holder is holder:
             return
@@ -229,15 +229,14 @@ class WriterGate:
     def release(self, holder: Any) -> None:
         if self._holder is not None and self._holder is holder and self._lock is not None:
             if self.stats is not None:
-                begun = getattr(holder, "begun", 0.0) or self._turn_started
+                begun = self._holder.begun or self._turn_started
                 self.stats.add(
                     time.perf_counter() - self._turn_started,
                     self.statements,
                     begin=begun - self._turn_started,
                     queued=self.queued,
                 )
-            if isinstance(holder, DirectConnection):
-                holder.end_turn()
+            self._holder.end_turn()
             self._holder = self._task = None
             if self._turn is not None:
                 self._turn.release()
@@ -291,7 +290,7 @@ def _kind(conn: Connection | None) -> TxKind:
     return kind if isinstance(kind, TxKind) else TxKind.READ
 
 
-def _begin_immediate(conn: Connection, budget: float) -> None:
+def _begin_immediate(conn: Connection, holder: DirectConnection, budget: float) -> None:
     """BEGIN IMMEDIATE, retried with back-off while another process writes.
 
     First one try on this thread that does not wait (the lock is almost
@@ -299,8 +298,7 @@ def _begin_immediate(conn: Connection, budget: float) -> None:
     only when something else holds it (a backup, the CLI) the waiting tries
     go to the connection's thread, where SQLite's busy timeout may sleep.
     """
-    holder = conn.connection.dbapi_connection
-    if isinstance(holder, DirectConnection) and holder.try_begin_immediate():
+    if holder.try_begin_immediate():
         return
     deadline = time.monotonic() + budget
     delay = _BACKOFF_FIRST
@@ -323,6 +321,9 @@ def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
     """Take control of BEGIN on a SQLite engine (a no-op on PostgreSQL)."""
     if engine.dialect.name != "sqlite":
         return
+    if not isinstance(engine.dialect.dbapi, DirectDBAPI):
+        # The turn's inline statements and the no-wait BEGIN need app.db.driver.
+        raise TypeError("a SQLite engine needs app.db.driver: build it with app.db.engine")
     if write_wait is None:
         write_wait = WRITE_WAIT
     sync = engine.sync_engine
@@ -335,24 +336,20 @@ def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
         dbapi_connection.isolation_level = None
 
     def on_begin(conn: Connection) -> None:
+        holder = conn.connection.dbapi_connection
+        assert isinstance(holder, DirectConnection)  # checked for the engine above
         if _kind(conn) is TxKind.WRITE:
-            holder = conn.connection.dbapi_connection
             await_only(gate.acquire(holder, write_wait))
             try:
-                _begin_immediate(conn, write_wait)
+                _begin_immediate(conn, holder, write_wait)
             except BaseException:
                 gate.release(holder)
                 raise
             # The lock is held: the turn's statements run on this thread, no
             # loop passes between them (app.db.driver, decision 0042).
-            if isinstance(holder, DirectConnection):
-                holder.begin_turn()
+            holder.begin_turn()
         else:
-            holder = conn.connection.dbapi_connection
-            if isinstance(holder, DirectConnection):
-                holder.begin_read()  # no I/O: straight to SQLite, not through an execution
-            else:
-                conn.exec_driver_sql("BEGIN")
+            holder.begin_read()  # no I/O: straight to SQLite, not through an execution
 
     def on_checkin(dbapi_connection: Any, _record: Any) -> None:
         gate.release(dbapi_connection)
@@ -362,7 +359,8 @@ def install(engine: AsyncEngine, *, write_wait: float | None = None) -> None:
     if gate.stats is not None:
 
         def on_execute(conn: Connection, _c: Any, statement: str, *_: Any) -> None:
-            if gate.held and conn.connection.dbapi_connection is gate._holder:
+            holder: Any = conn.connection.dbapi_connection
+            if gate.held and holder is gate._holder:
                 gate.statements.append(statement[:70])
 
         sa.event.listen(sync, "before_cursor_execute", on_execute)
