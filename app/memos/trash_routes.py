@@ -30,10 +30,11 @@ from app.api.context import RequestContext, writable_key
 from app.api.paging import page_size as clamp_page_size
 from app.api.params import PageSize, PageToken
 from app.api.responses import errors
-from app.api.structs import In, Out
+from app.api.structs import Out
 from app.attachments import storage
 from app.deps import management_plane, requires_session, requires_user
 from app.errors import PermissionDenied
+from app.instance.routes import InstanceSettingIn
 from app.memos.lookup import MemoName, memo_uid, written_memo
 from app.memos.present import present_one
 from app.memos.schemas import Memo
@@ -70,7 +71,14 @@ class TrashSetting(Out):
     retention_days: int
 
 
-class TrashSettingIn(In):
+class TrashSettingIn(InstanceSettingIn):
+    """``retentionDays``, in the body every ``instance/settings/{setting}`` takes.
+
+    The API describes one body for every setting (Memos' oneOf), and this
+    route answers that path for TRASH: a field of another setting with the
+    wrong type is refused here as it is there (400), never silently taken.
+    """
+
     retention_days: int | msgspec.UnsetType = msgspec.UNSET
 
 

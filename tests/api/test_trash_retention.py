@@ -155,3 +155,22 @@ async def test_retention_zero_keeps_the_trash(alice: Actor, settings: Settings) 
         await engine.dispose()
     assert run.groups == 0
     assert len((await alice.get("/api/v1/users/alice/trash")).json()["memos"]) == 1
+
+
+async def test_the_trash_setting_refuses_another_settings_field_of_the_wrong_type(
+    alice: Actor,
+) -> None:
+    """``instance/settings/{setting}`` takes one body for every setting; at TRASH a
+    ``generalSetting`` whose flag is not a boolean is refused as it is elsewhere
+    (found by the schemathesis fuzz), and nothing is written."""
+    bad = {"retentionDays": 5, "generalSetting": {"disallowUserRegistration": {}}}
+    r = await alice.patch("/api/v1/instance/settings/TRASH", json=bad)
+    assert r.status_code == 400, r.text
+    assert "disallowUserRegistration" in r.text
+    r = await alice.get("/api/v1/instance/settings/TRASH")
+    assert r.status_code == 200 and r.json()["retentionDays"] != 5, r.text
+    r = await alice.patch(
+        "/api/v1/instance/settings/TRASH",
+        json={"retentionDays": 5, "generalSetting": {"disallowUserRegistration": True}},
+    )
+    assert r.status_code == 200 and r.json()["retentionDays"] == 5, r.text
