@@ -58,6 +58,19 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its children (the server's workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in [pid, *_children(pid)]:
+        try:
+            fields = pathlib.Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
 def _children(pid: int) -> list[int]:
     try:
         out = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -139,8 +152,9 @@ async def client(
     rng: random.Random,
     lat: dict[str, list[float]],
     statuses: Counter[str],
+    mix: dict[str, int],
 ) -> None:
-    ops, weights = list(MIX), list(MIX.values())
+    ops, weights = list(mix), list(mix.values())
     headers = {"Authorization": f"Bearer {actor['token']}"}
     # verify=False: plain http; loading the CA bundle for 80 clients took seconds of the run.
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, verify=False) as http:
@@ -241,16 +255,25 @@ async def run(args: argparse.Namespace) -> int:
             lat: dict[str, list[float]] = defaultdict(list)
             statuses: Counter[str] = Counter()
             started = time.monotonic()
+            server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
             until = started + args.seconds
             await asyncio.gather(
                 *(
                     client(
-                        base, actors[i % len(actors)], until, random.Random(100 + i), lat, statuses
+                        base,
+                        actors[i % len(actors)],
+                        until,
+                        random.Random(100 + i),
+                        lat,
+                        statuses,
+                        args.mix,
                     )
                     for i in range(args.clients)
                 )
             )
             elapsed = time.monotonic() - started
+            server_cpu = cpu_seconds(proc.pid) - server_cpu
+            client_cpu = time.process_time() - client_cpu
             after = rss_mb(proc.pid)
         finally:
             stop_server(proc)
@@ -266,9 +289,16 @@ async def run(args: argparse.Namespace) -> int:
         f"requests={total} throughput={rate:.1f} req/s  healthz={health:.0f} req/s "
         f"(mixed/healthz {rate / health:.1%})"
     )
+    # Where the machine's cores went: the clients run on the same machine.
+    print(
+        f"cpu: server {server_cpu / elapsed:.2f} cores "
+        f"({server_cpu / total * 1000:.1f} ms per request), "
+        f"load clients {client_cpu / elapsed:.2f} cores "
+        f"({client_cpu / total * 1000:.1f} ms per request), of {os.cpu_count()}"
+    )
     print(f"{'op':<14}{'n':>7}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
     writes: list[float] = []
-    for op in MIX:
+    for op in args.mix:
         values = sorted(lat[op])
         if op in WRITES:
             writes.extend(values)
@@ -295,12 +325,29 @@ async def run(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _mix(text: str) -> dict[str, int]:
+    mix: dict[str, int] = {}
+    for part in text.split(","):
+        op, _, weight = part.partition("=")
+        if op not in MIX or not weight.isdigit() or int(weight) < 1:
+            names = ", ".join(MIX)
+            raise argparse.ArgumentTypeError(f"{part!r}: want op=weight, op one of {names}")
+        mix[op] = int(weight)
+    return mix
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_options(parser, clients=80, seconds=60, users=8, memos=4000)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument(
         "--oversized", type=int, default=6, help="45 MB bodies before the run (RSS against idle)"
+    )
+    parser.add_argument(
+        "--mix",
+        type=_mix,
+        default=MIX,
+        help="operations and weights, e.g. list=1 or list=3,create=1 (default: the realistic mix)",
     )
     parser.add_argument("--healthz-seconds", type=float, default=5, help="baseline run")
     sys.exit(asyncio.run(run(parser.parse_args())))
