@@ -285,12 +285,4 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
 def _state(settings: Settings) -> Any:
     from litestar.datastructures import State
 
-    from app.db.slots import RequestSlots
-
-    return State(
-        {
-            "settings": settings,
-            "hasher": make_hasher(settings.password_hasher),
-            "slots": RequestSlots(),
-        }
-    )
+    return State({"settings": settings, "hasher": make_hasher(settings.password_hasher)})
