@@ -10,6 +10,7 @@ order, no barging, a cancelled or timed-out waiter leaves no one stuck.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 
@@ -100,14 +101,17 @@ async def test_a_turn_that_waits_keeps_the_others_out_and_their_order() -> None:
     assert order == list(range(30))
 
 
+async def _named_writer(lock: Turnstile, order: list[str], name: str) -> None:
+    """A turn with no await inside: take, record ``name``, release."""
+    await lock.acquire()
+    order.append(name)
+    lock.release()
+
+
 async def test_a_newcomer_does_not_barge_past_woken_waiters() -> None:
     lock = Turnstile()
     order: list[str] = []
-
-    async def writer(name: str) -> None:
-        await lock.acquire()
-        order.append(name)
-        lock.release()
+    writer = functools.partial(_named_writer, lock, order)
 
     await lock.acquire()
     queued = [asyncio.create_task(writer(f"w{i}")) for i in range(3)]
@@ -121,11 +125,7 @@ async def test_a_newcomer_does_not_barge_past_woken_waiters() -> None:
 async def test_a_cancelled_waiter_passes_its_place_on() -> None:
     lock = Turnstile()
     order: list[str] = []
-
-    async def writer(name: str) -> None:
-        await lock.acquire()
-        order.append(name)
-        lock.release()
+    writer = functools.partial(_named_writer, lock, order)
 
     await lock.acquire()
     first = asyncio.create_task(writer("first"))
