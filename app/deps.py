@@ -47,7 +47,9 @@ def request_kind(request: Request[Any, Any, Any]) -> TxKind:
 async def provide_db(
     request: Request[Any, Any, Any], state: State
 ) -> AsyncIterator[AsyncConnection]:
-    async with transaction(state.engine, request_kind(request)) as conn:
+    kind = request_kind(request)
+    # A slot before the connection, writes first (app.db.slots, decision 0044).
+    async with state.slots.slot(kind), transaction(state.engine, kind) as conn:
         yield conn
 
 

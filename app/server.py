@@ -285,4 +285,12 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
 def _state(settings: Settings) -> Any:
     from litestar.datastructures import State
 
-    return State({"settings": settings, "hasher": make_hasher(settings.password_hasher)})
+    from app.db.slots import RequestSlots
+
+    return State(
+        {
+            "settings": settings,
+            "hasher": make_hasher(settings.password_hasher),
+            "slots": RequestSlots(),
+        }
+    )
