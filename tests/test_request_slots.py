@@ -98,3 +98,16 @@ async def test_a_slot_handed_to_a_client_that_left_is_passed_on() -> None:
     await asyncio.wait_for(behind, 1)  # passed on, not lost
     slots.release()
     assert slots._busy == 0
+
+
+async def test_a_request_that_waits_past_the_budget_gets_503_and_leaks_nothing() -> None:
+    from app.db.slots import ServerBusy
+
+    slots = RequestSlots(1, wait=0.02)
+    await slots.acquire(TxKind.READ)
+    with pytest.raises(ServerBusy) as caught:
+        await slots.acquire(TxKind.WRITE)
+    assert caught.value.status == 503 and caught.value.retry_after == 1
+    assert slots.waiting == 0
+    slots.release()
+    assert slots._busy == 0

@@ -21,10 +21,18 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from app.db.transactions import TxKind
+from app.errors import Unavailable
 
-__all__ = ["SLOTS", "RequestSlots"]
+__all__ = ["SLOTS", "SLOT_WAIT", "RequestSlots", "ServerBusy"]
 
 SLOTS = 8  # requests per process working at once; the rest wait, costing nothing
+SLOT_WAIT = 30.0  # seconds a request waits for a slot before 503
+
+
+class ServerBusy(Unavailable):
+    """No request slot came free within the wait budget: retry later (503)."""
+
+    retry_after = 1
 
 
 class RequestSlots:
@@ -36,8 +44,9 @@ class RequestSlots:
     it runs is passed on.
     """
 
-    def __init__(self, slots: int = SLOTS) -> None:
+    def __init__(self, slots: int = SLOTS, wait: float = SLOT_WAIT) -> None:
         self.slots = slots
+        self.wait = wait
         self._busy = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queues: dict[TxKind, collections.deque[asyncio.Future[None]]] = {
@@ -73,13 +82,18 @@ class RequestSlots:
         future: asyncio.Future[None] = self._loop.create_future()
         self._queues[kind].append(future)
         try:
-            await future  # the slot is ours once it resolves: release() counted it
-        except asyncio.CancelledError:
+            async with asyncio.timeout(self.wait):
+                await future  # the slot is ours once it resolves: release() counted it
+        except (asyncio.CancelledError, TimeoutError) as exc:
             if future.done() and not future.cancelled():
                 self.release()  # handed to us, but we are gone: pass it on
             else:
                 with contextlib.suppress(ValueError):
                     self._queues[kind].remove(future)
+            if isinstance(exc, TimeoutError):
+                raise ServerBusy(
+                    f"the server is busy: no request slot within {self.wait:.0f} s, retry shortly"
+                ) from None
             raise
 
     def release(self) -> None:
