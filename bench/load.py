@@ -20,6 +20,8 @@ import contextlib
 import os
 import pathlib
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -239,6 +241,20 @@ async def oversized_bodies(base: str, token: str, n: int) -> dict[int, int]:
     return dict(statuses)
 
 
+def _py_spy(pid: int, out: pathlib.Path, seconds: float) -> subprocess.Popen[bytes]:
+    """Sample the server's workers while the load runs: the thread holding the
+    GIL (Python's own CPU), collapsed stacks written to ``out``."""
+    spy = shutil.which("py-spy") or str(pathlib.Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen(
+        [
+            *(spy, "record", "--gil", "--subprocesses", "--nonblocking", "-p", str(pid)),
+            *("-d", str(max(1, int(seconds) - 2)), "-r", "100", "-f", "raw", "-o", str(out)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def run(args: argparse.Namespace) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
     async with fresh_database(args.dialect, work) as db:
@@ -257,6 +273,7 @@ async def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
             until = started + args.seconds
+            spy = _py_spy(proc.pid, args.py_spy, args.seconds) if args.py_spy else None
             await asyncio.gather(
                 *(
                     client(
@@ -274,6 +291,8 @@ async def run(args: argparse.Namespace) -> int:
             elapsed = time.monotonic() - started
             server_cpu = cpu_seconds(proc.pid) - server_cpu
             client_cpu = time.process_time() - client_cpu
+            if spy is not None:
+                spy.wait(timeout=60)
             after = rss_mb(proc.pid)
         finally:
             stop_server(proc)
@@ -350,6 +369,13 @@ def main() -> None:
         help="operations and weights, e.g. list=1 or list=3,create=1 (default: the realistic mix)",
     )
     parser.add_argument("--healthz-seconds", type=float, default=5, help="baseline run")
+    parser.add_argument(
+        "--py-spy",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="profile the server during the load with py-spy (pip install py-spy): "
+        "collapsed stacks of the thread holding the GIL",
+    )
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

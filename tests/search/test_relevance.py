@@ -142,6 +142,52 @@ def test_phrase_match_skips_stop_words() -> None:
     assert not phrase_match("streak", parse_terms("streak"))  # one word is no phrase
 
 
+def test_phrase_match_shortcut_never_rules_out_a_phrase() -> None:
+    """The ASCII-stem shortcut (a stem absent from the lower-cased text) must agree
+    with stemming every word, also where lower-casing changes what follows it:
+    case, suffixes, stop words between, characters whose lower case is two code
+    points (\u0130), the Kelvin sign, final sigma, full-width letters."""
+    import random
+
+    from app.search.highlight import _WORD, light_stem
+    from app.search.terms import STOPWORDS
+
+    def reference(content: str, query: str) -> bool:
+        wanted = [light_stem(w) for w in parse_terms(query).words]
+        seq = [light_stem(w) for w in _WORD.findall(content) if w.lower() not in STOPWORDS]
+        n = len(wanted)
+        return n >= 2 and any(seq[i : i + n] == wanted for i in range(len(seq) - n + 1))
+
+    vocab = [
+        *("alpha", "plan", "planning", "plans", "meeting", "meetings", "notes", "draft"),
+        *("reviewed", "review", "the", "of", "a", "21", "days", "streak", "abc", "kelvin"),
+        *("\u0130stanbul", "\u03a3\u038a\u03a3\u03a5\u03a6\u039f\u03a3", "\u212aelvin"),
+        *("\u03c3\u03bf\u03c6\u03cc\u03c2", "\uff21\uff22\uff23", "na\u00efve"),
+        *("stra\u00dfe", "STRASSE"),
+    ]
+    queries = [
+        "alpha plan",
+        "meeting notes",
+        "streak of 21 days",
+        "\u0130stanbul alpha",
+        "\u03c3\u03bf\u03c6\u03cc\u03c2 notes",
+        "kelvin plans",
+        "abc draft",
+        "strasse plan",
+    ]
+    rng = random.Random(7)
+    agreed = matched = 0
+    for _ in range(3000):
+        content = " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 30)))
+        content = content.upper() if rng.random() < 0.3 else content
+        for query in queries:
+            expected = reference(content, query)
+            assert phrase_match(content, parse_terms(query)) is expected, (query, content)
+            agreed += 1
+            matched += expected
+    assert matched > 100  # the phrases do occur: the comparison is not all "no"
+
+
 def test_snippet_windows_the_densest_matches() -> None:
     content = ("filler words here. " * 20) + "the tax return is due. " + ("more filler. " * 20)
     spans, _ = match_spans(content, parse_terms("tax return"))
