@@ -16,6 +16,7 @@ is held only for the write itself.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -44,13 +45,45 @@ def request_kind(request: Request[Any, Any, Any]) -> TxKind:
     return TxKind.READ if request.method in READ_METHODS else TxKind.WRITE
 
 
+OPEN_DB_KEY = "daybook.open_db"
+
+
+class RequestAborted(Exception):
+    """Passed to a request's database resources when no handler will finish them."""
+
+
 async def provide_db(
     request: Request[Any, Any, Any], state: State
 ) -> AsyncIterator[AsyncConnection]:
+    """The request's slot and transaction, in an exit stack left in the scope.
+
+    When a dependency resolved after this one raises, Litestar never resumes
+    this generator (its cleanup group is entered only once every dependency
+    is resolved), and only the garbage collector would close it: until then
+    the slot, the connection and a write's lock stay taken. The stack in the
+    scope lets :func:`close_abandoned_db` roll it back as soon as the request
+    ends; a generator that is resumed removes it first.
+    """
     kind = request_kind(request)
-    # A slot before the connection, writes first (app.db.slots, decision 0044).
-    async with state.slots.slot(kind), transaction(state.engine, kind) as conn:
-        yield conn
+    stack = contextlib.AsyncExitStack()
+    async with stack:
+        request.scope[OPEN_DB_KEY] = stack  # type: ignore[literal-required]
+        try:
+            # A slot before the connection, writes first (app.db.slots, decision 0044).
+            await stack.enter_async_context(state.slots.slot(kind))
+            conn = await stack.enter_async_context(transaction(state.engine, kind))
+            yield conn
+        finally:
+            request.scope.pop(OPEN_DB_KEY, None)  # type: ignore[misc]
+
+
+async def close_abandoned_db(scope: Any) -> None:
+    """Roll back and give back what :func:`provide_db` opened for a request whose
+    dependency resolution failed after it (called when the request is over)."""
+    stack = scope.pop(OPEN_DB_KEY, None)
+    if isinstance(stack, contextlib.AsyncExitStack):
+        aborted = RequestAborted("a dependency failed after the connection was opened")
+        await stack.__aexit__(RequestAborted, aborted, None)
 
 
 def provide_caller(request: Request[Any, Any, Any]) -> Caller | None:

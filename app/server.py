@@ -33,7 +33,14 @@ from app.comments.routes import CommentController
 from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.db.statistics import statistics_lifespan
-from app.deps import provide_access, provide_caller, provide_db, provide_now, provide_settings
+from app.deps import (
+    close_abandoned_db,
+    provide_access,
+    provide_caller,
+    provide_db,
+    provide_now,
+    provide_settings,
+)
 from app.errors import EXCEPTION_HANDLERS
 from app.feeds.routes import FeedController
 from app.health import healthz, readyz
@@ -120,10 +127,13 @@ class Daybook(Litestar):
             if await cors.answer_preflight(self.cors_policy, scope, send):
                 return
             send = cors.with_cors(self.cors_policy, scope, send)
-        if self._proxied is not None:
-            await self._proxied(scope, receive, send)
-        else:
-            await super().__call__(scope, receive, send)
+        try:
+            if self._proxied is not None:
+                await self._proxied(scope, receive, send)
+            else:
+                await super().__call__(scope, receive, send)
+        finally:
+            await close_abandoned_db(scope)  # a dependency failed after provide_db
         if chosen_ids.SCOPE_FLAG in scope:  # after the request's transaction (decision 0023)
             await chosen_ids.count_marked(dict(scope), self.state.engine, int(time.time()))
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+from typing import Any
 
 import pytest
+from litestar.testing import AsyncTestClient
 
-from app.db.slots import RequestSlots
+from app.db.slots import SLOTS, RequestSlots
 from app.db.transactions import TxKind
+from app.errors import Unavailable
+from app.server import create_app
+from app.settings import Settings
 
 
 async def _settle() -> None:
@@ -111,3 +117,39 @@ async def test_a_request_that_waits_past_the_budget_gets_503_and_leaks_nothing()
     assert slots.waiting == 0
     slots.release()
     assert slots._busy == 0
+
+
+async def test_a_dependency_failing_after_the_connection_gives_the_slot_back(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``provide_access`` runs after ``provide_db`` has taken its slot and opened
+    its transaction. When it raises (the settings read meets a database outage),
+    Litestar never enters the cleanup of the dependencies already resolved, so
+    the slot and the connection must be given back by the request's own scope,
+    at once: not when the cyclic garbage collector finds the generator (with
+    more failures than slots, every later request would wait for it)."""
+    app = create_app(settings)
+    failures = 0
+
+    async def outage(*_: Any) -> Any:
+        nonlocal failures
+        failures += 1
+        raise Unavailable("the database is unreachable")
+
+    gc.disable()  # nothing may depend on the collector
+    try:
+        async with AsyncTestClient(app=app) as c:
+            await c.get("/healthz")
+            monkeypatch.setattr("app.deps.load_access", outage)
+            for _ in range(SLOTS + 4):  # anonymous: the caller's statement did not read them
+                r = await c.get("/api/v1/memos")
+                assert r.status_code == 503, r.text
+                assert app.state.slots._busy == 0 and app.state.slots.waiting == 0
+            assert app.state.engine.pool.checkedout() == 0
+            monkeypatch.undo()
+            r = await c.get("/api/v1/memos")  # the instance's own answer, not the outage
+            assert r.status_code == 401, r.text
+            assert "sign in" in r.json()["message"]
+    finally:
+        gc.enable()
+    assert failures == SLOTS + 4
