@@ -301,7 +301,7 @@ class Renderer:
         if self.sqlite:
             return self._tagged(pred, memo_tag.c.tag.in_(pred.tags))
         tags = sa.bindparam(
-            "tags", list(pred.tags), expanding=True, unique=True, literal_execute=True
+            "tag", list(pred.tags), expanding=True, unique=True, literal_execute=True
         )
         return self._tagged(pred, memo_tag.c.tag.in_(tags))
 
