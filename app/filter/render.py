@@ -300,7 +300,7 @@ class Renderer:
     def _TagAny(self, pred: ir.TagAny) -> ColumnElement[bool]:
         if self.sqlite:
             return self._tagged(pred, memo_tag.c.tag.in_(pred.tags))
-        tags = sa.bindparam(
+        tags: sa.BindParameter[list[str]] = sa.bindparam(
             "tag", list(pred.tags), expanding=True, unique=True, literal_execute=True
         )
         return self._tagged(pred, memo_tag.c.tag.in_(tags))
