@@ -20,9 +20,10 @@ times on pooled connections, so PostgreSQL's plan cache may settle on a
 generic plan, as in a server. The ``(bound)`` cases render the same filters
 with their needles as ``$n`` parameters, as before decision 0045, in the
 same run (and must return the same rows). With ``--explain`` each case's
-list statement, as captured from the driver, runs under ``EXPLAIN
-(ANALYZE, BUFFERS)`` with ``plan_cache_mode = force_generic_plan`` (the plan
-a prepared statement keeps) and its plan is printed.
+list statement, as captured from the driver, is prepared in SQL and run as
+``EXPLAIN (ANALYZE, BUFFERS) EXECUTE`` under ``plan_cache_mode =
+force_generic_plan`` (the plan a prepared statement keeps after five runs),
+and its plan is printed.
 """
 
 from __future__ import annotations
@@ -186,9 +187,16 @@ async def explain(engine: AsyncEngine, holder: int, name: str, cel: str | None) 
     sql, params = captured[-1]
     async with engine.connect() as conn:
         raw = (await conn.get_raw_connection()).driver_connection
+        # EXPLAIN with parameters plans with their values whatever plan_cache_mode
+        # says; a statement prepared in SQL and run by EXECUTE gets the kept plan.
+        await raw.execute("PREPARE listed AS " + sql)
+        values = ", ".join(
+            "NULL" if p is None else "'" + str(p).replace("'", "''") + "'" for p in params or ()
+        )
         await raw.execute("SET plan_cache_mode = force_generic_plan")
-        rows = await raw.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql, *(params or ()))
+        rows = await raw.fetch(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE listed({values})")
         await raw.execute("RESET plan_cache_mode")
+        await raw.execute("DEALLOCATE listed")
         await conn.rollback()
     return " ".join(sql.split()) + "\n" + "\n".join(r[0] for r in rows)
 
