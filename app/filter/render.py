@@ -16,6 +16,19 @@ Shapes chosen for the indexes (see the plan tests):
 - tags: ``memo.id IN (SELECT memo_id FROM memo_tag WHERE tag ...)``, served
   by ``ix_memo_tag_tag``.
 
+On PostgreSQL the needle values themselves (a content pattern, the tags of
+``"t" in tags``, ``tag in [..]``, a tag pattern) are written into the
+statement text as quoted literals (``literal_execute``: the dialect's literal
+processor quotes them when the statement is sent), not sent as ``$n``
+parameters. asyncpg prepares every statement, and after five executions
+PostgreSQL may keep a generic plan, planned without the parameter values: it
+then takes ``lower(content) LIKE $n`` for 0.5% of memos and ``tag = $n`` for
+``1 / n_distinct``, so an ANDed pair looks rare enough to drive from the
+trigram index or the tag rows and sort, which reads every match of a common
+word (about 600 ms at 100k memos instead of 5). With the values in the text,
+every plan, generic or not, is costed with them. See
+docs/decisions/0045-postgresql-combined-filters.md.
+
 Needles in ``dense`` (see ``app.filter.selectivity``: the edge probes how
 common each one is) render per row instead, so SQLite can walk a timeline
 index and stop after one page: a content match as the exact folded ``LIKE``
@@ -136,6 +149,15 @@ class Renderer:
 
     # ---- text ----------------------------------------------------------------
 
+    def _needle(self, value: str) -> ColumnElement[str]:
+        """A needle value for PostgreSQL: inlined as a quoted literal (see the module doc)."""
+        return sa.literal(value, sa.Text, literal_execute=True)
+
+    def _tag_is(self, value: str) -> ColumnElement[bool]:
+        if self.sqlite:
+            return memo_tag.c.tag == value
+        return memo_tag.c.tag == self._needle(value)
+
     def _fold(self, expr: ColumnElement[Any]) -> ColumnElement[str]:
         return sa.func.daybook_fold(expr) if self.sqlite else sa.func.lower(expr)
 
@@ -171,7 +193,7 @@ class Renderer:
     ) -> ColumnElement[bool]:
         if self.sqlite:  # SQLite's LIKE ignores ASCII case; GLOB does not
             return column.op("GLOB", is_comparison=True)(self._pattern(op, glob_escape(value), "*"))
-        return column.like(self._pattern(op, like_escape(value), "%"), escape="\\")
+        return column.like(self._needle(self._pattern(op, like_escape(value), "%")), escape="\\")
 
     def _TextMatch(self, pred: ir.TextMatch) -> ColumnElement[bool]:
         column = self.columns[pred.field]
@@ -179,9 +201,7 @@ class Renderer:
             return self._case_sensitive_match(column, pred.op, pred.value)
         if not self.sqlite:
             pattern = self._pattern(pred.op, like_escape(pred.value), "%")
-            return sa.func.lower(column).like(
-                sa.func.lower(sa.literal(pattern, sa.Text)), escape="\\"
-            )
+            return sa.func.lower(column).like(sa.func.lower(self._needle(pattern)), escape="\\")
         needle = fold(pred.value)
         exact = self._fold(column).like(
             self._pattern(pred.op, like_escape(needle), "%"), escape="\\"
@@ -264,7 +284,7 @@ class Renderer:
 
     def _tag_pred(self, op: str, value: str) -> ColumnElement[bool]:
         if op == "==":
-            return memo_tag.c.tag == value
+            return self._tag_is(value)
         return self._case_sensitive_match(memo_tag.c.tag, op, value)
 
     def _own_tags(self, *conditions: ColumnElement[bool]) -> sa.Select[tuple[int]]:
@@ -275,10 +295,15 @@ class Renderer:
         )
 
     def _TagHas(self, pred: ir.TagHas) -> ColumnElement[bool]:
-        return self._tagged(pred, memo_tag.c.tag == pred.tag)
+        return self._tagged(pred, self._tag_is(pred.tag))
 
     def _TagAny(self, pred: ir.TagAny) -> ColumnElement[bool]:
-        return self._tagged(pred, memo_tag.c.tag.in_(pred.tags))
+        if self.sqlite:
+            return self._tagged(pred, memo_tag.c.tag.in_(pred.tags))
+        tags: sa.BindParameter[list[str]] = sa.bindparam(
+            "tag", list(pred.tags), expanding=True, unique=True, literal_execute=True
+        )
+        return self._tagged(pred, memo_tag.c.tag.in_(tags))
 
     def _TagOnly(self, pred: ir.TagOnly) -> ColumnElement[bool]:
         if not pred.tags:

@@ -2,7 +2,11 @@
 
 These pin the shapes that decide index use (trigram prefilter, tag
 subqueries, sargable timestamp bounds) and show that every value is a bound
-parameter. Regenerate deliberately, never to make a diff go away.
+parameter. On PostgreSQL the needle values (content and tag patterns, tags)
+are bound with ``literal_execute`` (``__[POSTCOMPILE_...]``): the dialect
+quotes them into the statement text when it is sent, so that a prepared
+statement's generic plan is costed with them (decision 0045). Regenerate
+deliberately, never to make a diff go away.
 
 ``GOLDEN`` is the default (sparse) rendering; ``DENSE_GOLDEN`` the per-row
 rendering of the needles a selectivity probe found common
@@ -94,7 +98,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "contains",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(%(param_1)s::VARCHAR) ESCAPE '\\'",
+    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(__[POSTCOMPILE_param_1]) ESCAPE '\\'",
     (
         "contains-short",
         "sqlite",
@@ -102,7 +106,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "contains-short",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(%(param_1)s::VARCHAR) ESCAPE '\\'",
+    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(__[POSTCOMPILE_param_1]) ESCAPE '\\'",
     (
         "startsWith",
         "sqlite",
@@ -110,7 +114,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "startsWith",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(%(param_1)s::VARCHAR) ESCAPE '\\'",
+    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(__[POSTCOMPILE_param_1]) ESCAPE '\\'",
     (
         "endsWith",
         "sqlite",
@@ -118,7 +122,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "endsWith",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(%(param_1)s::VARCHAR) ESCAPE '\\'",
+    ): "SELECT memo.id FROM memo WHERE lower(memo.content) LIKE lower(__[POSTCOMPILE_param_1]) ESCAPE '\\'",
     ("content-eq", "sqlite"): "SELECT memo.id FROM memo WHERE daybook_fold(memo.content) = ?",
     (
         "content-eq",
@@ -248,7 +252,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "tag-in-tags",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = %(tag_1)s::VARCHAR)",
+    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = __[POSTCOMPILE_param_1])",
     (
         "tag-in-list",
         "sqlite",
@@ -274,7 +278,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "exists",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag LIKE %(tag_1)s::VARCHAR ESCAPE '\\')",
+    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag LIKE __[POSTCOMPILE_param_1] ESCAPE '\\')",
     (
         "all",
         "sqlite",
@@ -282,7 +286,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "all",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id)) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag NOT LIKE %(tag_1)s::VARCHAR ESCAPE '\\'))",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id)) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag NOT LIKE __[POSTCOMPILE_param_1] ESCAPE '\\'))",
     (
         "exists_one",
         "sqlite",
@@ -290,7 +294,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "exists_one",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE (SELECT count(*) AS count_1 FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag LIKE %(tag_1)s::VARCHAR ESCAPE '\\') = %(param_1)s::INTEGER",
+    ): "SELECT memo.id FROM memo WHERE (SELECT count(*) AS count_1 FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag LIKE __[POSTCOMPILE_param_1] ESCAPE '\\') = %(param_2)s::INTEGER",
     (
         "sets-contains",
         "sqlite",
@@ -298,7 +302,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "sets-contains",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = %(tag_1)s::VARCHAR) AND memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = %(tag_2)s::VARCHAR)",
+    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = __[POSTCOMPILE_param_1]) AND memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = __[POSTCOMPILE_param_2])",
     (
         "sets-intersects",
         "sqlite",
@@ -314,7 +318,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "sets-equivalent",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = %(tag_1)s::VARCHAR) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_2]))))",
+    ): "SELECT memo.id FROM memo WHERE memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = __[POSTCOMPILE_param_1]) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_1]))))",
     ("space-null", "sqlite"): "SELECT memo.id FROM memo WHERE memo.space_id IS NULL",
     ("space-null", "postgresql"): "SELECT memo.id FROM memo WHERE memo.space_id IS NULL",
     ("tree-eq", "sqlite"): "SELECT memo.id FROM memo WHERE memo.tree IS NOT NULL AND memo.tree = ?",
@@ -329,7 +333,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "tree-subtree",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE memo.tree IS NOT NULL AND (memo.tree = %(tree_1)s::VARCHAR OR memo.tree LIKE %(tree_2)s::VARCHAR ESCAPE '\\')",
+    ): "SELECT memo.id FROM memo WHERE memo.tree IS NOT NULL AND (memo.tree = %(tree_1)s::VARCHAR OR memo.tree LIKE __[POSTCOMPILE_param_1] ESCAPE '\\')",
     (
         "bool-ops",
         "sqlite",
@@ -349,7 +353,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "attachment-filename",
         "postgresql",
-    ): "SELECT attachment.id FROM attachment WHERE lower(attachment.filename) LIKE lower(%(param_1)s::VARCHAR) ESCAPE '\\'",
+    ): "SELECT attachment.id FROM attachment WHERE lower(attachment.filename) LIKE lower(__[POSTCOMPILE_param_1]) ESCAPE '\\'",
     (
         "attachment-mime",
         "sqlite",
@@ -357,7 +361,7 @@ GOLDEN: dict[tuple[str, str], str] = {
     (
         "attachment-mime",
         "postgresql",
-    ): "SELECT attachment.id FROM attachment WHERE attachment.mime_type LIKE %(mime_type_1)s::VARCHAR ESCAPE '\\'",
+    ): "SELECT attachment.id FROM attachment WHERE attachment.mime_type LIKE __[POSTCOMPILE_param_1] ESCAPE '\\'",
     (
         "attachment-memo",
         "sqlite",
@@ -404,7 +408,7 @@ DENSE_GOLDEN: dict[tuple[str, str], str] = {
     (
         "tag-in-tags",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = __[POSTCOMPILE_param_1])",
     (
         "tag-in-tags",
         "sqlite",
@@ -420,7 +424,7 @@ DENSE_GOLDEN: dict[tuple[str, str], str] = {
     (
         "exists",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag LIKE %(tag_1)s::VARCHAR ESCAPE '\\')",
+    ): "SELECT memo.id FROM memo WHERE EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag LIKE __[POSTCOMPILE_param_1] ESCAPE '\\')",
     (
         "exists",
         "sqlite",
@@ -428,7 +432,7 @@ DENSE_GOLDEN: dict[tuple[str, str], str] = {
     (
         "sets-contains",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)) AND (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_2)s::VARCHAR))",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = __[POSTCOMPILE_param_1])) AND (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = __[POSTCOMPILE_param_2]))",
     (
         "sets-contains",
         "sqlite",
@@ -444,7 +448,7 @@ DENSE_GOLDEN: dict[tuple[str, str], str] = {
     (
         "sets-equivalent",
         "postgresql",
-    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = %(tag_1)s::VARCHAR)) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_2]))))",
+    ): "SELECT memo.id FROM memo WHERE (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND memo_tag.tag = __[POSTCOMPILE_param_1])) AND NOT (EXISTS (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.memo_id = memo.id AND (memo_tag.tag NOT IN (__[POSTCOMPILE_tag_1]))))",
     (
         "sets-equivalent",
         "sqlite",
@@ -575,6 +579,25 @@ def test_bound_values() -> None:
         "a[*][[][?]*"
     }
     assert set(_params('tree.startsWith("a_b")', "postgresql").values()) == {"a_b", "a\\_b.%"}
+
+
+def test_postgresql_needles_are_quoted_into_the_statement() -> None:
+    """Decision 0045: the text PostgreSQL receives, quotes and LIKE escapes included."""
+    text = r"""content.contains("it's 50%_\\") && "a'b" in tags && tag in ["x'", "y"]"""
+    where = compile_memo_filter(text, now=0, dialect_name="postgresql")
+    dialect = postgresql.asyncpg.dialect()  # type: ignore[attr-defined]
+    sql = (
+        sa.select(memo.c.id)
+        .where(where)
+        .compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    )
+    assert " ".join(str(sql).split()) == (
+        r"SELECT memo.id FROM memo WHERE lower(memo.content) LIKE"
+        r" lower('%it''s 50\%\_\\%') ESCAPE '\'"
+        r" AND memo.id IN (SELECT memo_tag.memo_id FROM memo_tag WHERE memo_tag.tag = 'a''b')"
+        r" AND memo.id IN (SELECT memo_tag.memo_id FROM memo_tag"
+        r" WHERE memo_tag.tag IN ('x''', 'y'))"
+    )
 
 
 def test_now_is_not_cached() -> None:

@@ -428,3 +428,108 @@ def test_pg_violations_reads_plans() -> None:
     assert _pg_violations({"Node Type": "Limit", "Plans": [bitmap]}, names)
     other = {"Node Type": "Seq Scan", "Relation Name": "user_account", "Alias": "user_account"}
     assert not _pg_violations(other, names)
+
+
+# Decision 0045: filters whose needles are each common, alone and ANDed, on a
+# corpus with the bench's densities ("meeting" in 9 memos of 10, one tag in 10).
+DENSE_FILTERS = {
+    '"t3" in tags': lambda g: g % 10 == 3,
+    'content.contains("meeting")': lambda g: g % 10 != 7,
+    '"t3" in tags && content.contains("meeting")': lambda g: g % 10 == 3,
+    'tag in ["t3", "t7"] && content.contains("meeting")': lambda g: g % 10 == 3,
+    '"t3" in tags && content.contains("meeting") && !pinned': lambda g: g % 10 == 3,
+}
+DENSE_MEMOS = 20_000
+
+
+async def _dense_corpus(engine: Any, username: str) -> None:
+    """``DENSE_MEMOS`` memos of one creator, then ``VACUUM ANALYZE`` as autovacuum would.
+
+    VACUUM matters: it empties the GIN index's pending list and records its
+    size, after which a generic plan's guess for ``LIKE $n`` (0.5% of memos)
+    makes the trigram index look cheaper than the timeline walk.
+    """
+    async with engine.begin() as conn:
+        await conn.exec_driver_sql(
+            "INSERT INTO memo (uid, creator_id, content, visibility, state, created_ts,"
+            " updated_ts, origin, version, pinned, title, snippet, has_link,"
+            " has_task_list, has_code, has_incomplete_tasks)"
+            " SELECT 'dense' || g, (SELECT id FROM user_account WHERE username = $1),"
+            " 'memo ' || g"
+            " || CASE WHEN g % 10 = 7 THEN ' plan idea' ELSE ' plan Meeting idea' END,"
+            " (ARRAY['PUBLIC','PROTECTED','PRIVATE'])[1 + g % 3], 'NORMAL', g, g, '{}', 1,"
+            " false, '', '', false, false, false, false"
+            f" FROM generate_series(1, {DENSE_MEMOS}) AS g",
+            (username,),
+        )
+        await conn.exec_driver_sql(
+            "INSERT INTO memo_tag (memo_id, tag, position)"
+            " SELECT id, 't' || (substring(uid FROM 6)::int % 10), 0"
+            " FROM memo WHERE uid LIKE 'dense%'"
+        )
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.exec_driver_sql("VACUUM ANALYZE")
+
+
+async def _generic_plan(raw: Any, name: str, sql: str, params: Any) -> dict[str, Any]:
+    """The plan ``sql`` gets as a prepared statement under ``force_generic_plan``.
+
+    ``EXPLAIN sql`` with the parameters would plan with their values whatever
+    ``plan_cache_mode`` says (EXPLAIN itself is not a cached plan), so the
+    statement is prepared in SQL and explained through ``EXECUTE``.
+    """
+    await raw.execute(f"PREPARE {name} AS {sql}")
+    values = ", ".join(
+        "NULL" if p is None else "'" + str(p).replace("'", "''") + "'" for p in params
+    )
+    text = await raw.fetchval(f"EXPLAIN (FORMAT JSON) EXECUTE {name}({values})")
+    await raw.execute(f"DEALLOCATE {name}")
+    return dict(json.loads(text)[0]["Plan"] if isinstance(text, str) else text[0]["Plan"])
+
+
+async def test_postgresql_dense_filters_keep_the_walk_in_generic_plans(
+    dialect: str, client: AsyncTestClient[Any], recorder: Recorder, database_url: str
+) -> None:
+    """Decision 0045: a filtered list's plan, as a prepared statement keeps it, is the walk.
+
+    asyncpg prepares every statement and PostgreSQL may switch it to a generic
+    plan after five executions. With the needles sent as ``$n`` parameters, the
+    generic plan of the combined filter read every "meeting" memo from the
+    trigram index and sorted them (600 ms at 100k memos): ``_pg_violations``
+    flags that bitmap scan and the sort. Each request is repeated past the
+    switch, and its page must be the memos the filter names, newest first.
+    """
+    if dialect != "postgresql":
+        pytest.skip("PostgreSQL's plan cache")
+    engine = create_engine(database_url)
+    try:
+        alice = await sign_up(client, "alice")
+        await _dense_corpus(engine, alice.username)
+        recorder.on = True
+        for cel, matches in DENSE_FILTERS.items():
+            recorder.label = cel
+            expected = [f"memos/dense{g}" for g in range(DENSE_MEMOS, 0, -1) if matches(g)][:20]
+            for _ in range(7):
+                r = await alice.get("/api/v1/memos", params={"filter": cel, "pageSize": 20})
+                assert r.status_code == 200, r.text
+                assert [m["name"] for m in r.json()["memos"]] == expected, cel
+        recorder.on = False
+        failures: dict[str, list[str]] = {}
+        seen = 0
+        async with engine.connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            await raw.execute("SET plan_cache_mode = force_generic_plan")
+            for sql, (label, params) in recorder.seen.items():
+                if not re.search(r"\bFROM memo\b.*\bLIMIT\b", sql, re.DOTALL):
+                    continue
+                seen += 1
+                plan = await _generic_plan(raw, f"q{seen}", sql, params or ())
+                bad = _pg_violations(plan, _memo_names(sql))
+                if bad:
+                    failures[f"{label}: {' '.join(sql.split())}"] = bad
+            await conn.rollback()
+    finally:
+        await engine.dispose()
+    assert seen >= len(DENSE_FILTERS)
+    assert not failures, "generic plans:\n" + _report(failures)
