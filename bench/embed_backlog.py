@@ -388,38 +388,26 @@ async def client(
     sockets: Sockets,
 ) -> None:
     try:
-        await _requests(kind, http, until, rng, think_ms, window, sockets)
+        while time.monotonic() < until:
+            url, params = _request(kind, rng)
+            started = time.perf_counter()
+            worker = 0
+            try:
+                r = await http.get(url, params=params)
+                elapsed = time.perf_counter() - started
+                code = str(r.status_code)
+                worker = _served_by(r, sockets)
+                if kind == "search" and r.status_code == 200:
+                    window.pending.append((time.monotonic(), r.json()["pendingEmbeddings"]))
+            except httpx.HTTPError as exc:
+                elapsed = time.perf_counter() - started
+                code = type(exc).__name__
+            window.latencies[kind].append((elapsed, worker))
+            window.statuses[code] += 1
+            if think_ms > 0:
+                await asyncio.sleep(rng.expovariate(1000 / think_ms))
     finally:
         await http.aclose()
-
-
-async def _requests(
-    kind: str,
-    http: httpx.AsyncClient,
-    until: float,
-    rng: random.Random,
-    think_ms: float,
-    window: Window,
-    sockets: Sockets,
-) -> None:
-    while time.monotonic() < until:
-        url, params = _request(kind, rng)
-        started = time.perf_counter()
-        worker = 0
-        try:
-            r = await http.get(url, params=params)
-            elapsed = time.perf_counter() - started
-            code = str(r.status_code)
-            worker = _served_by(r, sockets)
-            if kind == "search" and r.status_code == 200:
-                window.pending.append((time.monotonic(), r.json()["pendingEmbeddings"]))
-        except httpx.HTTPError as exc:
-            elapsed = time.perf_counter() - started
-            code = type(exc).__name__
-        window.latencies[kind].append((elapsed, worker))
-        window.statuses[code] += 1
-        if think_ms > 0:
-            await asyncio.sleep(rng.expovariate(1000 / think_ms))
 
 
 def _stats(samples: list[float], seconds: float) -> dict[str, Any]:
