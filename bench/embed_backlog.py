@@ -56,7 +56,6 @@ import json
 import os
 import pathlib
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -74,7 +73,7 @@ from app.search.tables import memo_embedding_queue
 from bench.as_users import _user, uptime
 from bench.corpus import WORDS, markdown, tag_pool
 from bench.databases import fresh_database
-from bench.harness import add_options, start_server, stop_server
+from bench.harness import add_options, py_spy_record, start_server, stop_server
 from bench.load import _children, cpu_seconds
 from bench.timing import percentile
 
@@ -423,22 +422,6 @@ def _stats(samples: list[float], seconds: float) -> dict[str, Any]:
     }
 
 
-def _py_spy(pid: int, where: pathlib.Path, name: str, seconds: float) -> subprocess.Popen[bytes]:
-    """py-spy on the server's processes for the window: every thread, idle ones
-    left out, collapsed stacks (``--py-spy DIR``; it costs CPU, so only for a
-    diagnosis run)."""
-    where.mkdir(parents=True, exist_ok=True)
-    spy = pathlib.Path(sys.executable).with_name("py-spy")
-    command = [str(spy), "record", "--subprocesses", "--nonblocking", "--threads"]
-    command += ["-p", str(pid), "-d", str(max(1, int(seconds) - 2)), "-r", "50", "-f", "raw"]
-    command += ["-o", str(where / f"{name}.txt")]
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
 async def phase(
     name: str,
     base: str,
@@ -480,7 +463,11 @@ async def phase(
         client(kind, http, until, random.Random(10 + i), args.think_ms, window, sockets)
         for i, (kind, http, _) in enumerate(conns)
     ]
-    spy = _py_spy(proc_pid, args.py_spy, name, args.seconds) if args.py_spy else None
+    spy = None
+    if args.py_spy:  # every thread, idle ones left out (it costs CPU: a diagnosis run only)
+        args.py_spy.mkdir(parents=True, exist_ok=True)
+        out = args.py_spy / f"{name}.txt"
+        spy = py_spy_record(proc_pid, out, args.seconds, "--threads", "-r", "50")
     await asyncio.gather(sample_queue(), *clients)
     elapsed = time.monotonic() - started
     depths.append((elapsed, await queue_depth(engine)))

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -176,3 +177,20 @@ async def in_process(
     kw: dict[str, Any] = {} if client_timeout is None else {"timeout": client_timeout}
     async with AsyncTestClient(app=app, **kw) as client:
         yield client
+
+
+def py_spy_record(
+    pid: int, out: pathlib.Path, seconds: float, *options: str
+) -> subprocess.Popen[bytes]:
+    """``py-spy record`` of ``pid`` and its workers for about ``seconds``: collapsed
+    stacks written to ``out`` (py-spy is a dev dependency: ``pip install py-spy``).
+    ``options`` choose what is sampled (``--gil``, ``--threads``, ``-r RATE``)."""
+    spy = shutil.which("py-spy") or str(pathlib.Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen(
+        [
+            *(spy, "record", "--subprocesses", "--nonblocking", *options, "-p", str(pid)),
+            *("-d", str(max(1, int(seconds) - 2)), "-f", "raw", "-o", str(out)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

@@ -20,8 +20,6 @@ import contextlib
 import os
 import pathlib
 import random
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ from typing import Any
 import httpx
 
 from bench.databases import fresh_database
-from bench.harness import add_options, start_server, stop_server
+from bench.harness import add_options, py_spy_record, start_server, stop_server
 from bench.timing import percentile
 
 PASSWORD = "password-1"
@@ -241,20 +239,6 @@ async def oversized_bodies(base: str, token: str, n: int) -> dict[int, int]:
     return dict(statuses)
 
 
-def _py_spy(pid: int, out: pathlib.Path, seconds: float) -> subprocess.Popen[bytes]:
-    """Sample the server's workers while the load runs: the thread holding the
-    GIL (Python's own CPU), collapsed stacks written to ``out``."""
-    spy = shutil.which("py-spy") or str(pathlib.Path(sys.executable).with_name("py-spy"))
-    return subprocess.Popen(
-        [
-            *(spy, "record", "--gil", "--subprocesses", "--nonblocking", "-p", str(pid)),
-            *("-d", str(max(1, int(seconds) - 2)), "-r", "100", "-f", "raw", "-o", str(out)),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
 async def run(args: argparse.Namespace) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
     async with fresh_database(args.dialect, work) as db:
@@ -273,7 +257,11 @@ async def run(args: argparse.Namespace) -> int:
             started = time.monotonic()
             server_cpu, client_cpu = cpu_seconds(proc.pid), time.process_time()
             until = started + args.seconds
-            spy = _py_spy(proc.pid, args.py_spy, args.seconds) if args.py_spy else None
+            spy = (
+                py_spy_record(proc.pid, args.py_spy, args.seconds, "--gil", "-r", "100")
+                if args.py_spy
+                else None
+            )
             await asyncio.gather(
                 *(
                     client(
