@@ -19,9 +19,11 @@ any process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -58,15 +60,19 @@ async def store_html(
         "content_hash": content_hash(content),
         "html": html,
     }
-    if fresh:
-        await conn.execute(memo_html.insert().values(**values))
-        return
-    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(memo_html)
-    await conn.execute(
-        insert.values(**values).on_conflict_do_update(
-            index_elements=[memo_html.c.memo_id],
-            set_={k: insert.excluded[k] for k in ("renderer", "content_hash", "html")},
-        )
+    await conn.execute(_INSERT if fresh else _upsert(conn.dialect.name), values)
+
+
+# Built once, the values bound at execution (see app.memos.service._DELETE_TAGS).
+_INSERT = memo_html.insert()
+
+
+@functools.lru_cache(maxsize=4)
+def _upsert(dialect: str) -> Any:
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(memo_html)
+    return insert.on_conflict_do_update(
+        index_elements=[memo_html.c.memo_id],
+        set_={k: insert.excluded[k] for k in ("renderer", "content_hash", "html")},
     )
 
 

@@ -8,6 +8,7 @@ never disagree with the memo it describes.
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -189,11 +190,58 @@ def _location(value: Any) -> dict[str, Any]:
     }
 
 
+# The write path's statements are built once, their values bound at execution:
+# SQLAlchemy fingerprints a new statement object on every execution (its
+# cache key walk), a kept one only the first time. Writes hold the write lock
+# while they run, so this is time every queued writer waits for (issue 12).
+_DELETE_TAGS = memo_tag.delete().where(memo_tag.c.memo_id == sa.bindparam("memo_id"))
+_INSERT_TAGS = memo_tag.insert()
+_INSERT_EVENT = memo_event.insert()
+_HOOKS_OWNER = sa.bindparam("hooks_owner", type_=sa.BigInteger)
+_BY_UID = (
+    sa.select(memo, user_account.c.state.label("creator_state"))
+    .outerjoin(user_account, user_account.c.id == memo.c.creator_id)
+    .where(memo.c.uid == sa.bindparam("uid", type_=memo.c.uid.type))
+)
+
+
+def _bound(columns: tuple[str, ...]) -> dict[str, Any]:
+    """``column: :v_column`` for a statement's VALUES or SET, typed as the column."""
+    return {c: sa.bindparam(f"v_{c}", type_=memo.c[c].type) for c in columns}
+
+
+def _params(values: dict[str, Any]) -> dict[str, Any]:
+    return {f"v_{c}": v for c, v in values.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_statement(dialect: str, columns: tuple[str, ...]) -> Any:
+    """The memo INSERT of one dialect and set of columns (see ``_DELETE_TAGS``)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return (
+        insert(memo)
+        .values(_bound(columns))
+        .on_conflict_do_nothing(index_elements=[memo.c.uid])
+        .returning(*memo.c, _has_webhooks(_HOOKS_OWNER))
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _cas_statement(columns: tuple[str, ...]) -> sa.Update:
+    """The compare-and-swap UPDATE of one set of columns (see ``_DELETE_TAGS``)."""
+    return (
+        memo.update()
+        .where(memo.c.id == sa.bindparam("cas_id"), memo.c.version == sa.bindparam("cas_version"))
+        .values(_bound(columns))
+        .returning(*memo.c, _has_webhooks(_HOOKS_OWNER))
+    )
+
+
 async def _replace_tags(conn: AsyncConnection, memo_id: int, tags: tuple[str, ...]) -> None:
-    await conn.execute(memo_tag.delete().where(memo_tag.c.memo_id == memo_id))
+    await conn.execute(_DELETE_TAGS, {"memo_id": memo_id})
     if tags:
         await conn.execute(
-            memo_tag.insert(),
+            _INSERT_TAGS,
             [{"memo_id": memo_id, "tag": t, "position": i} for i, t in enumerate(tags)],
         )
 
@@ -208,16 +256,17 @@ async def _event(
 ) -> None:
     prior_content = prior.pop("content", None) if prior else None
     await conn.execute(
-        memo_event.insert().values(
-            memo_id=memo_id,
-            kind=kind,
-            actor_id=ctx.caller.user_id,
-            credential=ctx.caller.origin(),
-            prior_content=prior_content,
-            prior=prior,
-            version=version,
-            created_ts=ctx.now,
-        )
+        _INSERT_EVENT,
+        {
+            "memo_id": memo_id,
+            "kind": kind,
+            "actor_id": ctx.caller.user_id,
+            "credential": ctx.caller.origin(),
+            "prior_content": prior_content,
+            "prior": prior,
+            "version": version,
+            "created_ts": ctx.now,
+        },
     )
 
 
@@ -307,7 +356,7 @@ async def prepare_memo(
     return PreparedMemo(values, tags, html)
 
 
-def _has_webhooks(creator_id: int) -> Any:
+def _has_webhooks(creator_id: Any) -> Any:
     """Returned with a written memo row: whether its creator has webhooks.
 
     The outbox then needs no statement of its own for a user without any (the
@@ -318,10 +367,6 @@ def _has_webhooks(creator_id: int) -> Any:
     memo after adding a webhook lost its event).
     """
     return sa.exists().where(webhook.c.owner_id == creator_id).label("has_webhooks")
-
-
-def _dialect_insert(conn: AsyncConnection, table: sa.Table) -> Any:
-    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(table)
 
 
 async def insert_memo(conn: AsyncConnection, ctx: WriteContext, prepared: PreparedMemo) -> int:
@@ -341,19 +386,16 @@ async def insert_memo_row(
     rendering to delete first; the outbox asks for the creator's webhooks
     before it loads anything else.
     """
-    stmt = (
-        _dialect_insert(conn, memo)
-        .values(**prepared.values)
-        .on_conflict_do_nothing(index_elements=[memo.c.uid])
-        .returning(*memo.c, _has_webhooks(int(prepared.values["creator_id"])))
-    )
-    row = (await conn.execute(stmt)).first()
+    stmt = _insert_statement(conn.dialect.name, tuple(prepared.values))
+    params = _params(prepared.values)
+    params["hooks_owner"] = int(prepared.values["creator_id"])
+    row = (await conn.execute(stmt, params)).first()
     if row is None:
         raise AlreadyExists(f"memo {prepared.uid!r} already exists")
     memo_id = int(row.id)
     if prepared.tags:
         await conn.execute(
-            memo_tag.insert(),
+            _INSERT_TAGS,
             [{"memo_id": memo_id, "tag": t, "position": i} for i, t in enumerate(prepared.tags)],
         )
     await store_html(conn, memo_id, prepared.values["content"], prepared.html, fresh=True)
@@ -368,13 +410,7 @@ async def load_for_read(
     conn: AsyncConnection, uid: str, caller: Caller | None, mode: AccessMode
 ) -> ReadMemoRow:
     """The memo row if the caller may read it, else the right error."""
-    row = (
-        await conn.execute(
-            sa.select(memo, user_account.c.state.label("creator_state"))
-            .outerjoin(user_account, user_account.c.id == memo.c.creator_id)
-            .where(memo.c.uid == uid)
-        )
-    ).first()
+    row = (await conn.execute(_BY_UID, {"uid": uid})).first()
     if row is not None:
         facts = MemoFacts(
             creator_id=row.creator_id,
@@ -532,14 +568,9 @@ async def update_memo(
     # turns ours into a miss: with If-Match that is a stale etag (412),
     # without it the update is recomputed from the new version, so every
     # acknowledged update gets its own version and history event.
-    new_row = (
-        await conn.execute(
-            memo.update()
-            .where(memo.c.id == row.id, memo.c.version == row.version)
-            .values(**changed)
-            .returning(*memo.c, _has_webhooks(int(row.creator_id)))
-        )
-    ).first()
+    params = _params(changed)
+    params.update(cas_id=row.id, cas_version=row.version, hooks_owner=int(row.creator_id))
+    new_row = (await conn.execute(_cas_statement(tuple(sorted(changed))), params)).first()
     if new_row is None:
         if if_match is not None and if_match.strip() != "*":
             raise FailedPrecondition("If-Match: the memo changed since it was read (stale etag)")

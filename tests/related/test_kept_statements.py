@@ -94,3 +94,23 @@ async def test_interleaved_readers_see_only_their_own(
             assert theirs["name"] not in {m["name"] for m in seen}
             tags = {t for m in seen for t in m["tags"]}
             assert tags == ({"a-tag"} if actor is alice else {"b-tag"})
+
+
+def test_write_statements_are_kept_per_dialect_and_columns() -> None:
+    """A write's INSERT and compare-and-swap UPDATE are built once per set of columns
+    (they run under the write lock: issue 12); another set gets its own."""
+    from app.memos import service
+
+    update = service._cas_statement(("content", "updated_ts", "version"))
+    assert update is service._cas_statement(("content", "updated_ts", "version"))
+    assert update is not service._cas_statement(("pinned", "version"))
+    insert = service._insert_statement("sqlite", ("uid", "content"))
+    assert insert is service._insert_statement("sqlite", ("uid", "content"))
+    assert insert is not service._insert_statement("postgresql", ("uid", "content"))
+    # The values are bound, never baked in: one statement serves every memo.
+    assert {p.key for p in update._get_embedded_bindparams()} >= {
+        "cas_id",
+        "cas_version",
+        "hooks_owner",
+        "v_content",
+    }
