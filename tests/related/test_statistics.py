@@ -139,3 +139,54 @@ def test_periodic_check_analyses_a_grown_sqlite_database(
     first, second, third, stats = asyncio.run(go())
     assert (first, second, third) == (False, True, False)
     assert statistics.recorded_rows(stats) == 300
+
+
+async def test_periodic_check_analyses_a_grown_postgresql_database(
+    dialect: str, database_url: str
+) -> None:
+    """PostgreSQL too: a table bulk-loaded since the last ANALYZE (``reltuples`` still
+    -1) is analysed at the next check, not when autovacuum gets to it."""
+    if dialect != "postgresql":
+        pytest.skip("the SQLite keeper is checked above")
+    engine = create_engine(database_url)
+    try:
+        assert await statistics.keep(engine) is False  # empty: nothing to analyse
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.insert(user_account),
+                [
+                    {
+                        "id": 1,
+                        "username": "u",
+                        "role": "USER",
+                        "state": "NORMAL",
+                        "password_hash": "x",
+                        "created_ts": 0,
+                        "updated_ts": 0,
+                    }
+                ],
+            )
+            await conn.execute(
+                sa.insert(memo),
+                [
+                    {
+                        "uid": f"m{i}",
+                        "creator_id": 1,
+                        "content": "x",
+                        "visibility": "PRIVATE",
+                        "state": "NORMAL",
+                        "created_ts": i,
+                        "updated_ts": i,
+                        "origin": {},
+                    }
+                    for i in range(300)
+                ],
+            )
+        async with engine.connect() as conn:
+            assert (await statistics.memo_statistics(conn))[0] is None
+        assert await statistics.keep(engine) is True  # grown from nothing: analysed
+        async with engine.connect() as conn:
+            assert await statistics.memo_statistics(conn) == (300, 300)
+        assert await statistics.keep(engine) is False  # unchanged since
+    finally:
+        await engine.dispose()
