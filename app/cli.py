@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 
 import click
 
-from app.db.transactions import write_transaction
 from app.settings import load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -311,6 +310,8 @@ def user_create(
         try:
             await upgrade(engine)
             now = int(time.time())
+            from app.db.transactions import write_transaction
+
             async with write_transaction(engine) as conn:
                 exists = (
                     await conn.execute(
@@ -370,6 +371,8 @@ def reset_password(
         engine = create_engine(settings.database_url)
         try:
             await upgrade(engine)
+            from app.db.transactions import write_transaction
+
             async with write_transaction(engine) as conn:
                 user_id = (
                     await conn.execute(

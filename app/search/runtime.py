@@ -6,8 +6,10 @@ a second) and, without pgvector, every current vector (about a second per
 100k memos). Startup and ``/readyz`` do not wait for it: the process serves
 every route meanwhile, and a search arriving during the load waits for it
 (``VectorCache.lock``) instead of starting a second one. ``warm_status`` says
-where it is ("cold", "warming", "warm", "failed"). The worker gets a model
-instance of its own so a batch in progress never blocks a query.
+where it is ("cold", "warming", "warm", "failed"). The worker shares the
+query model when the model runs calls concurrently (MiniLM: one instance per
+process, not two); otherwise it gets an instance of its own so a batch in
+progress never blocks a query.
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ class SearchRuntime:
         if found is None:
             found = self._floors[model_name] = parse_floor(self.floor_setting, model_name)
         return found
+
+    def worker_embedder(self) -> Embedder:
+        """The embedding worker's model: the query model itself when it takes
+        concurrent calls (each call runs at its caller thread's priority), else
+        an instance of its own."""
+        shared = self.embedder
+        return shared if shared.concurrent else make_embedder(self.model)
 
     async def loaded_embedder(self) -> Embedder:
         """The query embedder, loading it off the event loop the first time."""
@@ -148,16 +157,16 @@ async def has_pgvector(engine: AsyncEngine) -> bool:
 async def _embedding_lease(
     engine: AsyncEngine,
     runtime: SearchRuntime,
-    model: str,
     stop: asyncio.Event,
     lease_ms: int = 15_000,
 ) -> AsyncIterator[None]:
     """The embedding worker, in the one process holding the ``embedding`` lease.
 
-    Only the holder loads a second model, on the embedding thread (lower
-    priority, ``run_low``). A process that wins the lease at start loads it
-    before it serves, as a single process always did (the first requests do
-    not compete with the model load); one that wins it later loads it then.
+    Only the holder embeds, on the embedding thread (lower priority,
+    ``run_low``), with :meth:`SearchRuntime.worker_embedder`. A process that
+    wins the lease at start loads it before it serves, as a single process
+    always did (the first requests do not compete with the model load); one
+    that wins it later loads it then.
     """
     holder = holder_id()
     state: dict[str, Any] = {"model": None, "failed": False}
@@ -165,7 +174,7 @@ async def _embedding_lease(
     async def load() -> Any:
         if state["model"] is None and not state["failed"]:
             try:
-                state["model"] = await run_low(make_embedder, model)
+                state["model"] = await run_low(runtime.worker_embedder)
             except Exception:
                 state["failed"] = True
                 log.exception("embedding model failed to load: semantic search stays empty")
@@ -211,7 +220,7 @@ def search_lifespan(
 
         jobs = contextlib.AsyncExitStack()
         if worker:
-            await jobs.enter_async_context(_embedding_lease(engine, runtime, model, stop, lease_ms))
+            await jobs.enter_async_context(_embedding_lease(engine, runtime, stop, lease_ms))
         try:
             yield
         finally:

