@@ -11,9 +11,11 @@ SQLite:
 
 PostgreSQL:
 
-- a GIN expression index on ``to_tsvector('simple', left(content, 65536))``
-  (``PG_TSVECTOR``): no column is added to ``memo``, and the index is
-  maintained by PostgreSQL itself.
+- ``memo_tsv``: each memo's ``to_tsvector('simple', left(content, 65536))``
+  (``PG_TSVECTOR``), written by triggers with the memo, and its GIN index
+  (migration 0019). Until then a GIN expression index on ``memo`` found the
+  matches, and ranking parsed every match's content again (decision 0046).
+  No column is added to ``memo``: that would rewrite the table.
 - ``memo_embedding`` as above (``bytea``) plus, where the ``vector``
   extension is available, a ``halfvec`` column and an HNSW index per
   dimension (a partial expression index, so models of other sizes coexist).
@@ -102,6 +104,12 @@ _SQLITE_DOWN = [
 # no such limit. Migration 0009 rebuilt the index with this expression.
 FTS_PREFIX_CHARS = 65536
 PG_TSVECTOR = f"to_tsvector('simple'::regconfig, left(content, {FTS_PREFIX_CHARS}))"
+# ``daybook reindex``: every memo's stored tsvector computed again (migration 0019
+# keeps them with triggers; this is for a changed text-search configuration).
+PG_TSV_REBUILD = (
+    f"INSERT INTO memo_tsv (memo_id, tsv) SELECT id, {PG_TSVECTOR} FROM memo"  # noqa: S608 (constants only)
+    " ON CONFLICT (memo_id) DO UPDATE SET tsv = EXCLUDED.tsv"
+)
 
 _PG_UP = [
     f"CREATE INDEX ix_memo_content_tsv ON memo USING gin ({PG_TSVECTOR})",

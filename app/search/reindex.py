@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.schema import memo
 from app.db.transactions import write_transaction
+from app.search.ddl import PG_TSV_REBUILD
 from app.search.embedder import Embedder
 from app.search.runtime import has_pgvector
 from app.search.tables import memo_embedding
@@ -26,7 +27,9 @@ async def rebuild_fts(engine: AsyncEngine) -> None:
         if conn.dialect.name == "sqlite":
             await conn.exec_driver_sql("INSERT INTO memo_fts(memo_fts) VALUES ('rebuild')")
         else:
-            await conn.exec_driver_sql("REINDEX INDEX ix_memo_content_tsv")
+            # Every memo's tsvector computed again (migration 0019), then its index.
+            await conn.exec_driver_sql(PG_TSV_REBUILD)
+            await conn.exec_driver_sql("REINDEX INDEX ix_memo_tsv")
 
 
 async def count_memos(engine: AsyncEngine) -> int:

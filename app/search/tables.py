@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.types import UserDefinedType
 
 search_metadata = sa.MetaData()
@@ -57,3 +58,12 @@ memo_embedding_queue = sa.Table(
 )
 
 memo_fts = sa.table("memo_fts", sa.column("rowid", sa.Integer))
+
+# PostgreSQL: each memo's tsvector, kept by triggers (migration 0019,
+# ``ddl.PG_TSVECTOR``), so that ranking reads it instead of parsing the content.
+memo_tsv = sa.Table(
+    "memo_tsv",
+    search_metadata,
+    sa.Column("memo_id", sa.Integer, primary_key=True),
+    sa.Column("tsv", TSVECTOR, nullable=False),
+)

@@ -379,12 +379,22 @@ async def test_postgresql_request_plans(
     finally:
         await engine.dispose()
     assert not fresh, "without statistics:\n" + _report(fresh)
-    known = {k: v for k, v in analysed.items() if k.split(": ", 1)[0] in KNOWN_PG_AFTER_ANALYZE}
+    known = {k: v for k, v in analysed.items() if _known_key(k) in KNOWN_PG_AFTER_ANALYZE}
     unknown = {k: v for k, v in analysed.items() if k not in known}
     assert not unknown, "after ANALYZE:\n" + _report(unknown)
     # Strict: a known problem that went away must leave this list.
-    gone = set(KNOWN_PG_AFTER_ANALYZE) - {k.split(": ", 1)[0] for k in known}
+    gone = set(KNOWN_PG_AFTER_ANALYZE) - {_known_key(k) for k in known}
     assert not gone, f"fixed, remove from KNOWN_PG_AFTER_ANALYZE: {gone}"
+
+
+def _known_key(failure: str) -> tuple[str, str]:
+    """(request label, which statement): a search runs two arms, excused one by one."""
+    label, sql = failure.split(": ", 1)
+    if "ts_rank_cd" in sql:
+        return label, "lexical arm"
+    if "<=>" in sql:
+        return label, "semantic arm"
+    return label, "list"
 
 
 # Plans that still read all of memo on PostgreSQL once it has statistics, each
@@ -394,10 +404,16 @@ KNOWN_PG_AFTER_ANALYZE = {
     # ``lower(content) LIKE '%x%'`` has no trigram index on PostgreSQL: with the
     # match estimated rare, a Seq Scan and a top-N sort is the planner's choice
     # (the timeline walk's worst case reads every memo too).
-    'list content.contains("alpha")': "substring filter without an index",
-    # The search arms (app/search, not changed here): a Seq Scan of memo once analysed.
-    "search": "search's semantic arm and ranking",
-    "search by key": "search's semantic arm",
+    ('list content.contains("alpha")', "list"): "substring filter without an index",
+    # pgvector ranks exactly without an HNSW index, and this test's hashing
+    # model has 64 dimensions: only 384 have one (app.search.ddl.HNSW_DIMS).
+    ("search", "semantic arm"): "no HNSW index for the test model's dimension",
+    ("search by key", "semantic arm"): "no HNSW index for the test model's dimension",
+    # "memo" is in every memo of the grown corpus and the key's holder wrote half
+    # of them: the matches are hashed against memo read whole rather than probed
+    # one by one. Every memo is ranked whatever the plan (decision 0046); before
+    # memo_tsv the same rows were read as a bitmap scan of memo.
+    ("search by key", "lexical arm"): "a word in every memo: memo read whole",
 }
 
 

@@ -1,0 +1,135 @@
+"""PostgreSQL's lexical arm ranks stored tsvectors (``memo_tsv``, migration 0019, decision 0046).
+
+Ranking needs every match's tsvector. Computed from the content (the
+expression index of 0004 only found the matches), it cost 250-330 ms of a
+search at 22,000 memos for a word in 5,000 of them. These tests hold the two
+things that fix depends on: the triggers keep ``memo_tsv`` equal to
+``to_tsvector('simple', left(content, 65536))`` for every memo, and the
+statement a search runs ranks from it and parses no content, with the same
+ranking as before.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from litestar.testing import AsyncTestClient
+
+from app.db.engine import create_engine
+from app.search.ddl import PG_TSVECTOR
+from tests.conftest import Actor
+from tests.search.conftest import embed_all, search
+
+# Memos whose stored tsvector is not what the content gives (or is missing).
+OUT_OF_STEP = (
+    "SELECT count(*) FROM memo m LEFT JOIN memo_tsv t ON t.memo_id = m.id"
+    f" WHERE t.tsv IS DISTINCT FROM {PG_TSVECTOR.replace('content', 'm.content')}"
+)
+
+
+@pytest.fixture
+def pg_only(dialect: str) -> None:
+    if dialect != "postgresql":
+        pytest.skip("memo_tsv is PostgreSQL's (SQLite ranks with FTS5)")
+
+
+async def test_triggers_keep_memo_tsv_in_step(
+    pg_only: None, client: AsyncTestClient[Any], alice: Actor
+) -> None:
+    kept = await alice.memo("otter river notes")
+    gone = await alice.memo("heron lake notes")
+    r = await alice.patch(f"/api/v1/{kept['name']}", json={"content": "beaver dam notes"})
+    assert r.status_code == 200, r.text
+    engine = create_engine(client.app.state.settings.database_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("DELETE FROM memo WHERE uid = :u"), {"u": gone["name"][6:]})
+            assert (await conn.execute(sa.text(OUT_OF_STEP))).scalar_one() == 0
+            rows = await conn.execute(sa.text("SELECT count(*) FROM memo_tsv"))
+            assert rows.scalar_one() == 1
+    finally:
+        await engine.dispose()
+    await embed_all(client)
+    found = await search(alice, "beaver", mode="lexical")
+    assert [r["memo"]["content"] for r in found["results"]] == ["beaver dam notes"]
+    assert (await search(alice, "otter", mode="lexical"))["results"] == []
+
+
+def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan, *(n for child in plan.get("Plans", []) for n in _nodes(child))]
+
+
+async def test_the_lexical_statement_ranks_stored_tsvectors(
+    pg_only: None, client: AsyncTestClient[Any], alice: Actor
+) -> None:
+    """2,700 memos, "kestrel" in about half, repeated one to four times (so the
+    ranks differ); the captured statement, explained with its values, reads
+    ``memo_tsv`` and computes no ``to_tsvector``, and its ranking is the one
+    computed from the content."""
+    await alice.memo("kestrel")  # alice's id for the insert below
+    engine = create_engine(client.app.state.settings.database_url)
+    captured: list[tuple[str, Any]] = []
+
+    def grab(_c: Any, _cur: Any, statement: str, params: Any, *_: Any) -> None:
+        if "ts_rank_cd" in statement:
+            captured.append((statement, params))
+
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                "INSERT INTO memo (uid, creator_id, content, visibility, state, created_ts,"
+                " updated_ts, origin, version, pinned, title, snippet, has_link,"
+                " has_task_list, has_code, has_incomplete_tasks)"
+                " SELECT 'k' || g, m.creator_id,"
+                " repeat('kestrel ', 1 + g % 4) || 'hovering over field ' || g, 'PRIVATE',"
+                " 'NORMAL', g, g, '{}', 1, false, '', '', false, false, false, false"
+                " FROM generate_series(1, 2000) AS g, (SELECT creator_id FROM memo LIMIT 1) AS m"
+                " WHERE g % 3 <> 0"
+            )
+            await conn.exec_driver_sql(
+                "INSERT INTO memo (uid, creator_id, content, visibility, state, created_ts,"
+                " updated_ts, origin, version, pinned, title, snippet, has_link,"
+                " has_task_list, has_code, has_incomplete_tasks)"
+                " SELECT 'f' || g, m.creator_id, 'field notes ' || g, 'PRIVATE', 'NORMAL',"
+                " g, g, '{}', 1, false, '', '', false, false, false, false"
+                " FROM generate_series(1, 700) AS g, (SELECT creator_id FROM memo LIMIT 1) AS m"
+            )
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql("ANALYZE")
+        sa.event.listen(client.app.state.engine.sync_engine, "before_cursor_execute", grab)
+        try:
+            body = await search(alice, "kestrel", mode="lexical", pageSize=50)
+        finally:
+            sa.event.remove(client.app.state.engine.sync_engine, "before_cursor_execute", grab)
+        assert len(captured) == 1
+        sql, params = captured[0]
+        assert re.search(r"\bFROM memo_tsv JOIN memo\b", sql), sql
+        async with engine.connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            text = await raw.fetchval("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, *params)
+            plan = (json.loads(text) if isinstance(text, str) else text)[0]["Plan"]
+            expected = await raw.fetch(
+                f"SELECT id FROM memo WHERE {PG_TSVECTOR} @@ plainto_tsquery('simple', 'kestrel')"
+                f" ORDER BY ts_rank_cd({PG_TSVECTOR}, plainto_tsquery('simple', 'kestrel')) DESC,"
+                " id DESC LIMIT 50"
+            )
+            uids = await raw.fetch(
+                "SELECT id, uid FROM memo WHERE id = ANY($1::int[])", [r[0] for r in expected]
+            )
+    finally:
+        await engine.dispose()
+    nodes = _nodes(plan)
+    # Which access reads it (its GIN index or, for a word in most memos of a
+    # small table, a scan) is the planner's; a parse of the content never is.
+    assert any(n.get("Relation Name") == "memo_tsv" for n in nodes), json.dumps(plan)
+    parsed = [n["Node Type"] for n in nodes if "to_tsvector" in json.dumps({**n, "Plans": []})]
+    assert parsed == [], json.dumps(plan)
+    by_id = {r[0]: r[1] for r in uids}
+    assert [r["memo"]["name"] for r in body["results"]] == [
+        f"memos/{by_id[r[0]]}" for r in expected
+    ]
