@@ -21,6 +21,7 @@ from app.api import cors
 from app.api.body_limits import BodyLimitMiddleware
 from app.api.context import provide_request_context
 from app.api.json_depth import JsonDepthMiddleware
+from app.api.page_cache import PageCache, PageCacheMiddleware
 from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
@@ -31,6 +32,7 @@ from app.auth.refresh import RefreshController
 from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
+from app.db.generation import open_generation
 from app.db.migrate import upgrade
 from app.db.statistics import statistics_lifespan
 from app.deps import (
@@ -168,9 +170,11 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         secret = settings.secret or await instance_secret(engine, settings.data_dir)
         app.state.settings = replace(settings, secret=secret)
         app.state.engine = engine
+        app.state.generation = open_generation(engine)
         try:
             yield
         finally:
+            app.state.generation.close()
             await engine.dispose()
 
     @contextlib.asynccontextmanager
@@ -260,6 +264,9 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             DefineMiddleware(JsonDepthMiddleware, max_body=settings.max_request_body),
             auth,
             *limits,
+            # Last: a kept answer is served after auth and limits, before any
+            # dependency takes a slot or a connection (app.api.page_cache).
+            PageCacheMiddleware,
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
@@ -302,5 +309,8 @@ def _state(settings: Settings) -> Any:
             "settings": settings,
             "hasher": make_hasher(settings.password_hasher),
             "slots": RequestSlots(),
+            "page_cache": PageCache(settings.page_cache_bytes)
+            if settings.page_cache_bytes > 0
+            else None,
         }
     )

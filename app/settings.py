@@ -43,6 +43,9 @@ class Settings:
     rate_limits: bool = False
     rate_limit_policies: str = ""
     rate_limit_lease: int = 10
+    # Answers of list and get routes kept per process while the database is
+    # unchanged (app.api.page_cache): bytes in all, 0 turns the cache off.
+    page_cache_bytes: int = 32 * 1024 * 1024
     # Background jobs run under a database lease (app.jobs.lease): after a process
     # dies outright, another takes its jobs over once this many seconds passed.
     job_lease_seconds: float = 15.0
@@ -151,6 +154,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "signin_client_limit": ("DAYBOOK_SIGNIN_CLIENT_LIMIT", int),
     "rate_limit_policies": ("DAYBOOK_RATE_LIMIT_POLICIES", str),
     "rate_limit_lease": ("DAYBOOK_RATE_LIMIT_LEASE", int),
+    "page_cache_bytes": ("DAYBOOK_PAGE_CACHE_BYTES", int),
     "job_lease_seconds": ("DAYBOOK_JOB_LEASE_SECONDS", float),
     "cors_origins": ("DAYBOOK_CORS_ORIGINS", str),
 }

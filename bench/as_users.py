@@ -13,12 +13,20 @@ requests each, then throughput of ``--clients`` concurrent clients on the
 list and on ``/healthz`` for ``--seconds`` each. Prints the machine's load
 (``uptime``) before and after, and the statements each request runs
 (counted in process, on the same database, after the server stops).
+
+Seeding 1,000,000 memos through the API takes hours on the 2-core machine,
+so a SQLite corpus can be kept and measured again by later code:
+``--corpus DIR`` seeds into ``DIR`` the first time (writing ``DIR/seeded.json``
+last, with the holder's token and key) and reuses it after. ``--workers N``
+serves with N workers (the product's default is one per core; the latency
+phase is sequential either way).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import pathlib
 import random
 import subprocess
@@ -30,9 +38,16 @@ import httpx
 import sqlalchemy as sa
 
 from bench.databases import fresh_database
-from bench.harness import add_options, start_server
+from bench.harness import add_options, serve
 from bench.load import PASSWORD, _content
 from bench.timing import percentile
+
+# The product as installed (answers kept while the database is unchanged,
+# app.api.page_cache), then every request computed: the cost after any write.
+CACHE_MODES = (
+    ("page cache on (the default): repeated requests", {}),
+    ("page cache off: every request computed", {"DAYBOOK_PAGE_CACHE_BYTES": "0"}),
+)
 
 FILTERS = {
     "tag": '"t3" in tags',
@@ -113,20 +128,68 @@ async def page_token(http: httpx.AsyncClient, headers: dict[str, str], page: int
 
 async def run(args: argparse.Namespace) -> None:
     print("load before:", uptime())
+    if args.corpus:
+        await run_kept(args, pathlib.Path(args.corpus))
+        print("load after:", uptime())
+        return
     with tempfile.TemporaryDirectory(prefix="bench-users-") as tmp:
         work = pathlib.Path(tmp)
         async with fresh_database(args.dialect, work) as db:
-            proc, base = start_server(db.url, work / "data", ready_s=600)
-            try:
+            with serve(db.url, work / "data", ready_s=600) as (_, base):
                 t0 = time.perf_counter()
                 holder, key = await seed(base, args.memos)
                 print(f"seeded {args.memos} memos in {time.perf_counter() - t0:.0f} s")
-                await measure(base, holder, key, args)
-            finally:
-                proc.terminate()
-                proc.wait(30)
+            for label, env in CACHE_MODES:
+                print(f"\n== {label} ==")
+                with serve(db.url, work / "data", workers=args.workers, ready_s=600, env=env) as (
+                    _,
+                    base,
+                ):
+                    await measure(base, holder, key, args)
             await statements_per_request(db.url, work / "data", holder)
     print("load after:", uptime())
+
+
+def _kept(work: pathlib.Path, memos: int) -> tuple[str, str] | None:
+    """The holder's token and key of a corpus seeded earlier in ``work``, if any."""
+    marker = work / "seeded.json"
+    if not marker.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        return None
+    kept = json.loads(marker.read_text())
+    if kept["memos"] != memos:
+        raise SystemExit(f"{work} holds {kept['memos']} memos, not {memos}")
+    return kept["holder"], kept["key"]
+
+
+def _keep(work: pathlib.Path, memos: int, holder: str, key: str) -> None:
+    """Written last: a corpus whose seeding was cut off is never reused."""
+    marker = work / "seeded.json"
+    marker.write_text(json.dumps({"memos": memos, "holder": holder, "key": key}))
+
+
+async def run_kept(args: argparse.Namespace, work: pathlib.Path) -> None:
+    """Seed a SQLite corpus into ``work`` once; measure it on every run."""
+    if args.dialect != "sqlite":
+        raise SystemExit("--corpus keeps a SQLite corpus only")
+    kept = _kept(work, args.memos)
+    if kept is not None:
+        holder, key = kept
+        print(f"reusing the {args.memos}-memo corpus in {work}")
+    else:
+        async with fresh_database("sqlite", work):
+            pass  # migrated: daybook.db in work
+        with serve(f"sqlite:///{work / 'daybook.db'}", work / "data", ready_s=600) as (_, base):
+            t0 = time.perf_counter()
+            holder, key = await seed(base, args.memos)
+            print(f"seeded {args.memos} memos in {time.perf_counter() - t0:.0f} s")
+        _keep(work, args.memos, holder, key)
+    url = f"sqlite:///{work / 'daybook.db'}"
+    for label, env in CACHE_MODES:
+        print(f"\n== {label} ==")
+        with serve(url, work / "data", workers=args.workers, ready_s=600, env=env) as (_, base):
+            await measure(base, holder, key, args)
+    await statements_per_request(url, work / "data", holder)
 
 
 async def measure(base: str, holder: str, key: str, args: argparse.Namespace) -> None:
@@ -231,6 +294,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_options(parser, memos=100_000, clients=8, seconds=5.0)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1, help="server workers")
+    parser.add_argument(
+        "--corpus", help="keep (or reuse) the seeded SQLite corpus in this directory"
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import dataclasses
 import os
 import pathlib
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -31,6 +34,7 @@ __all__ = [
     "make_settings",
     "mint_key",
     "restricted_key",
+    "serving",
     "start_embedded_postgres",
     "wait_ready",
     "without_durability",
@@ -153,3 +157,30 @@ async def restricted_key(actor: Actor, **restriction: Any) -> dict[str, str]:
     r = await mint_key(actor, **restriction)
     assert r.status_code == 200, r.text
     return {"Authorization": f"Bearer {r.json()['token']}"}
+
+
+@contextlib.asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on this test's own event loop, for requests that must overlap.
+
+    Litestar's test client runs the app on a portal thread and blocks the
+    caller's loop per request, so it can neither overlap requests nor show
+    a stall; here httpx's ASGI transport awaits the app in this loop.
+    """
+    from app.server import create_app
+
+    app = create_app(dataclasses.replace(settings, migrate_on_start=False))
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    lifespan = asyncio.create_task(app(scope, inbox.get, outbox.put))  # type: ignore[arg-type]
+    await inbox.put({"type": "lifespan.startup"})
+    assert (await outbox.get())["type"] == "lifespan.startup.complete"
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            yield http
+    finally:
+        await inbox.put({"type": "lifespan.shutdown"})
+        await outbox.get()
+        await lifespan

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.access.caller import Caller, Credential
 from app.auth.origin import cookie_usable
 from app.auth.secrets import PAT_PREFIX, digest
+from app.db.generation import GENERATION_SCOPE_KEY, snapshot_token
 from app.db.schema import access_token, auth_session, user_account
 from app.db.transactions import write_transaction
 from app.errors import PermissionDenied, Unauthenticated, Unavailable
@@ -60,6 +61,7 @@ async def resolve_bearer(
                         user_account.c.username,
                         user_account.c.role,
                         access_value().label("access_setting"),
+                        snapshot_token(),
                     )
                     .join(user_account, user_account.c.id == access_token.c.user_id)
                     .where(
@@ -74,7 +76,7 @@ async def resolve_bearer(
             if row is None:
                 return None
             if scope is not None:
-                scope[ACCESS_SCOPE_KEY] = (row.access_setting,)
+                _leave_in_scope(scope, row)
             if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
                 await conn.rollback()  # end the read before taking a write turn
                 await _touch(engine, row.id, now)
@@ -91,7 +93,7 @@ async def resolve_bearer(
     if session_row is None:
         return None
     if scope is not None:
-        scope[ACCESS_SCOPE_KEY] = (session_row.access_setting,)
+        _leave_in_scope(scope, session_row)
     return Caller(
         user_id=session_row.user_id,
         username=session_row.username,
@@ -99,6 +101,15 @@ async def resolve_bearer(
         credential=Credential.ACCESS_TOKEN,
         session_id=session_row.id,
     )
+
+
+def _leave_in_scope(scope: dict[str, Any], row: Any) -> None:
+    """What the caller's statement read for the rest of the request: the ACCESS
+    setting (``app.deps.provide_access``) and, on PostgreSQL, the database's
+    generation (``app.api.page_cache``)."""
+    scope[ACCESS_SCOPE_KEY] = (row.access_setting,)
+    if row.generation is not None:
+        scope[GENERATION_SCOPE_KEY] = row.generation
 
 
 async def _touch(engine: AsyncEngine, token_id: int, now: int) -> None:
@@ -133,6 +144,7 @@ _SESSION_ROW = (
         user_account.c.username,
         user_account.c.role,
         access_value().label("access_setting"),
+        snapshot_token(),
     )
     .join(user_account, user_account.c.id == auth_session.c.user_id)
     .where(
@@ -175,7 +187,7 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
             async with engine.connect() as conn:
                 row = await _session_row(conn, digest(cookie), now)
             if row is not None:
-                connection.scope[ACCESS_SCOPE_KEY] = (row.access_setting,)  # type: ignore[literal-required]
+                _leave_in_scope(connection.scope, row)  # type: ignore[arg-type]
                 if connection.scope.get("method", "GET") not in SAFE_METHODS:
                     sent = connection.headers.get(CSRF_HEADER, "")
                     if not hmac.compare_digest(sent.encode(), row.csrf_token.encode()):

@@ -49,7 +49,13 @@ class MemoController(Controller):
     path = "/api/v1/memos"
     tags = ("MemoService",)
 
-    @get("", operation_id="MemoService_ListMemos", responses=errors())
+    # page_cache: answers kept while the database is unchanged (app.api.page_cache).
+    @get(
+        "",
+        operation_id="MemoService_ListMemos",
+        responses=errors(),
+        opt={"page_cache": True},
+    )
     async def list_memos(
         self,
         ctx: RequestContext,
@@ -111,7 +117,12 @@ class MemoController(Controller):
         await end_write(db)  # the write turn is not held while the answer is assembled
         return await present_one(db, row, caller, ctx.mode)
 
-    @get("/{memo:str}", operation_id="MemoService_GetMemo", responses=errors())
+    @get(
+        "/{memo:str}",
+        operation_id="MemoService_GetMemo",
+        responses=errors(),
+        opt={"page_cache": True},
+    )
     async def get_memo(
         self, ctx: RequestContext, memo: MemoId, view: View = None
     ) -> Response[schemas.Memo]:

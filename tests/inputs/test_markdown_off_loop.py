@@ -10,21 +10,17 @@ beside the memo (``app.memos.html_cache``); a read only reads it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import sqlalchemy as sa
 
 from app.db.engine import create_engine
 from app.db.schema import memo_html
-from app.server import create_app
 from app.settings import Settings
 from tests.conftest import Actor
+from tests.support import serving
 
 HOSTILE = "![" * 4093  # 8,186 bytes: within the default content limit with a tag
 LAG_BOUND = (
@@ -48,31 +44,6 @@ class LagProbe:
 
     def stop(self) -> None:
         self._stop.set()
-
-
-@contextlib.asynccontextmanager
-async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The app on this test's own event loop (the probe must watch the app's loop).
-
-    Litestar's test client runs the app on a portal thread and blocks the
-    caller's loop per request, so it can neither overlap requests nor show
-    a stall; here httpx's ASGI transport awaits the app in this loop.
-    """
-    app = create_app(dataclasses.replace(settings, migrate_on_start=False))
-    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
-    lifespan = asyncio.create_task(app(scope, inbox.get, outbox.put))  # type: ignore[arg-type]
-    await inbox.put({"type": "lifespan.startup"})
-    assert (await outbox.get())["type"] == "lifespan.startup.complete"
-    try:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
-            yield http
-    finally:
-        await inbox.put({"type": "lifespan.shutdown"})
-        await outbox.get()
-        await lifespan
 
 
 async def test_healthz_stays_responsive_during_a_hostile_batch(settings: Settings) -> None:
