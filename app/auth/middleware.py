@@ -50,29 +50,7 @@ async def resolve_bearer(
     hashed = digest(secret)
     async with engine.connect() as conn:
         if secret.startswith(PAT_PREFIX):
-            row = (
-                await conn.execute(
-                    sa.select(
-                        access_token.c.id,
-                        access_token.c.description,
-                        access_token.c.restriction,
-                        access_token.c.last_used_ts,
-                        user_account.c.id.label("user_id"),
-                        user_account.c.username,
-                        user_account.c.role,
-                        access_value().label("access_setting"),
-                        snapshot_token(),
-                    )
-                    .join(user_account, user_account.c.id == access_token.c.user_id)
-                    .where(
-                        access_token.c.token_hash == hashed,
-                        user_account.c.state == "NORMAL",
-                        sa.or_(
-                            access_token.c.expires_ts.is_(None), access_token.c.expires_ts > now
-                        ),
-                    )
-                )
-            ).first()
+            row = (await conn.execute(_KEY_ROW, {"token_hash": hashed, "now": now})).first()
             if row is None:
                 return None
             if scope is not None:
@@ -132,6 +110,30 @@ def _stale(now: int) -> sa.ColumnElement[bool]:
         access_token.c.last_used_ts < now - LAST_USED_GRANULARITY,
     )
 
+
+_KEY_ROW = (
+    sa.select(
+        access_token.c.id,
+        access_token.c.description,
+        access_token.c.restriction,
+        access_token.c.last_used_ts,
+        user_account.c.id.label("user_id"),
+        user_account.c.username,
+        user_account.c.role,
+        access_value().label("access_setting"),
+        snapshot_token(),
+    )
+    .join(user_account, user_account.c.id == access_token.c.user_id)
+    .where(
+        access_token.c.token_hash
+        == sa.bindparam("token_hash", type_=access_token.c.token_hash.type),
+        user_account.c.state == "NORMAL",
+        sa.or_(
+            access_token.c.expires_ts.is_(None),
+            access_token.c.expires_ts > sa.bindparam("now", type_=access_token.c.expires_ts.type),
+        ),
+    )
+)
 
 # Built once, with the credential's digest and the clock as bound parameters:
 # a statement object SQLAlchemy has fingerprinted before costs no cache-key
