@@ -42,8 +42,12 @@ async def run(args: argparse.Namespace) -> None:
         engine = create_engine(url)
         await upgrade(engine)
         await engine.dispose()
+        # The page cache off: profile a computed answer, not a kept one (decision 0048).
         settings = Settings(
-            data_dir=pathlib.Path(tmp) / "data", database_url=url, log_format="json"
+            data_dir=pathlib.Path(tmp) / "data",
+            database_url=url,
+            log_format="json",
+            page_cache_bytes=0,
         )
         app = create_app(settings)
         rng = random.Random(15)
