@@ -583,6 +583,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     print("load before:", report["uptime_before"])
     env = {"DAYBOOK_EMBED_WORKER": "1", "DAYBOOK_EMBEDDING_MODEL": args.model}
+    # The page cache (decision 0048) answers repeated lists while nothing is
+    # written, and the backlog's commits end it: with it on, idle would
+    # compare kept answers against computed ones.
+    env["DAYBOOK_PAGE_CACHE_BYTES"] = str(args.page_cache_bytes)
+    report["page_cache_bytes"] = args.page_cache_bytes
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-backlog-") as tmp:
         work = pathlib.Path(tmp)
@@ -695,6 +700,12 @@ def main() -> None:
         help="record each window with py-spy into DIR/<phase>.txt (diagnosis: it costs CPU)",
     )
     parser.add_argument("--drain-timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--page-cache-bytes",
+        type=int,
+        default=0,
+        help="DAYBOOK_PAGE_CACHE_BYTES (default 0: every phase computes its lists)",
+    )
     parser.add_argument(
         "--no-after", dest="after", action="store_false", help="skip the idle phase after the drain"
     )

@@ -242,7 +242,12 @@ async def oversized_bodies(base: str, token: str, n: int) -> dict[int, int]:
 async def run(args: argparse.Namespace) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-load-"))
     async with fresh_database(args.dialect, work) as db:
-        proc, base = start_server(db.url, work / "data", args.workers)
+        env = (
+            {"DAYBOOK_PAGE_CACHE_BYTES": str(args.page_cache_bytes)}
+            if args.page_cache_bytes is not None
+            else {}
+        )
+        proc, base = start_server(db.url, work / "data", args.workers, env=env)
         try:
             actors = await seed(base, args.users, args.memos)
             await asyncio.sleep(1)
@@ -357,6 +362,12 @@ def main() -> None:
         help="operations and weights, e.g. list=1 or list=3,create=1 (default: the realistic mix)",
     )
     parser.add_argument("--healthz-seconds", type=float, default=5, help="baseline run")
+    parser.add_argument(
+        "--page-cache-bytes",
+        type=int,
+        default=None,
+        help="DAYBOOK_PAGE_CACHE_BYTES for the server (0: every read computed)",
+    )
     parser.add_argument(
         "--py-spy",
         type=pathlib.Path,
