@@ -25,9 +25,15 @@ async function rewrite(path, body) {
 
 export function renderTags(container, { onChanged }) {
   const list = h("ul", { class: "tag-admin", "aria-label": t("tags") });
+  let drawn = null;
   const draw = () => {
     const counts = state.stats?.tagCount || {};
     const names = Object.keys(counts).sort((a, b) => a.localeCompare(b));
+    // Unchanged counts keep their rows: replacing them under a pointer
+    // would drop a click made just then (the refresh below lands late).
+    const shown = JSON.stringify(names.map((name) => [name, counts[name]]));
+    if (shown === drawn) return;
+    drawn = shown;
     clear(list, names.length ? names.map((name) => row(name, counts[name], names)) : h("li", { class: "muted" }, t("noTags")));
   };
   const done = async (message) => {
