@@ -111,50 +111,46 @@ def _stale(now: int) -> sa.ColumnElement[bool]:
     )
 
 
-_KEY_ROW = (
-    sa.select(
-        access_token.c.id,
-        access_token.c.description,
-        access_token.c.restriction,
-        access_token.c.last_used_ts,
-        user_account.c.id.label("user_id"),
-        user_account.c.username,
-        user_account.c.role,
-        access_value().label("access_setting"),
-        snapshot_token(),
+def _credential_row(table: sa.Table, *columns: Any, live: Any) -> sa.Select[Any]:
+    """The caller's statement for a credential stored in ``table``: its ``columns``,
+    its active user, the ACCESS setting and the database's generation (what
+    :func:`_leave_in_scope` leaves for the request), for ``:token_hash`` while
+    ``live`` holds. Built once per credential kind, with the digest and the
+    clock as bound parameters: a statement object SQLAlchemy has fingerprinted
+    before costs no cache-key walk on the next request (issue 15)."""
+    return (
+        sa.select(
+            *columns,
+            user_account.c.id.label("user_id"),
+            user_account.c.username,
+            user_account.c.role,
+            access_value().label("access_setting"),
+            snapshot_token(),
+        )
+        .join(user_account, user_account.c.id == table.c.user_id)
+        .where(
+            table.c.token_hash == sa.bindparam("token_hash", type_=table.c.token_hash.type),
+            live,
+            user_account.c.state == "NORMAL",
+        )
     )
-    .join(user_account, user_account.c.id == access_token.c.user_id)
-    .where(
-        access_token.c.token_hash
-        == sa.bindparam("token_hash", type_=access_token.c.token_hash.type),
-        user_account.c.state == "NORMAL",
-        sa.or_(
-            access_token.c.expires_ts.is_(None),
-            access_token.c.expires_ts > sa.bindparam("now", type_=access_token.c.expires_ts.type),
-        ),
-    )
-)
 
-# Built once, with the credential's digest and the clock as bound parameters:
-# a statement object SQLAlchemy has fingerprinted before costs no cache-key
-# walk on the next request (issue 15).
-_SESSION_ROW = (
-    sa.select(
-        auth_session.c.id,
-        auth_session.c.csrf_token,
-        user_account.c.id.label("user_id"),
-        user_account.c.username,
-        user_account.c.role,
-        access_value().label("access_setting"),
-        snapshot_token(),
-    )
-    .join(user_account, user_account.c.id == auth_session.c.user_id)
-    .where(
-        auth_session.c.token_hash
-        == sa.bindparam("token_hash", type_=auth_session.c.token_hash.type),
-        auth_session.c.expires_ts > sa.bindparam("now", type_=auth_session.c.expires_ts.type),
-        user_account.c.state == "NORMAL",
-    )
+
+# Both tables keep expiry as the same Timestamp type.
+_NOW = sa.bindparam("now", type_=auth_session.c.expires_ts.type)
+_KEY_ROW = _credential_row(
+    access_token,
+    access_token.c.id,
+    access_token.c.description,
+    access_token.c.restriction,
+    access_token.c.last_used_ts,
+    live=sa.or_(access_token.c.expires_ts.is_(None), access_token.c.expires_ts > _NOW),
+)
+_SESSION_ROW = _credential_row(
+    auth_session,
+    auth_session.c.id,
+    auth_session.c.csrf_token,
+    live=auth_session.c.expires_ts > _NOW,
 )
 
 
