@@ -40,6 +40,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from app.db.transactions import database_file
+
 __all__ = ["GENERATION_SCOPE_KEY", "Generation", "open_generation", "snapshot_token"]
 
 # The token the caller's statement read, left in the request's scope.
@@ -141,7 +143,5 @@ def open_generation(engine: AsyncEngine) -> Generation:
     """The generation reader for ``engine``'s database."""
     if engine.dialect.name == "postgresql":
         return PostgresGeneration(engine)
-    database = engine.url.database
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return NoGeneration()
-    return SqliteGeneration(database)
+    path = database_file(engine.url.database)
+    return NoGeneration() if path is None else SqliteGeneration(path)

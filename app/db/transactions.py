@@ -187,11 +187,18 @@ def _settle(future: asyncio.Future[bool], taken: bool) -> None:
         future.set_result(taken)
 
 
-def turn_file(database: str | None) -> str | None:
-    """The lock file beside a SQLite database file (none for in-memory databases)."""
+def database_file(database: str | None) -> str | None:
+    """A SQLite URL's database file; None for in-memory and ``file:`` URI databases,
+    which no other connection (or process) opens by path."""
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return f"{database}-writer.lock"
+    return database
+
+
+def turn_file(database: str | None) -> str | None:
+    """The lock file beside a SQLite database file (none for in-memory databases)."""
+    path = database_file(database)
+    return None if path is None else f"{path}-writer.lock"
 
 
 class Turnstile:
