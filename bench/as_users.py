@@ -137,19 +137,29 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-users-") as tmp:
         work = pathlib.Path(tmp)
         async with fresh_database(args.dialect, work) as db:
-            with serve(db.url, work / "data", ready_s=600) as (_, base):
-                t0 = time.perf_counter()
-                holder, key = await seed(base, args.memos)
-                print(f"seeded {args.memos} memos in {time.perf_counter() - t0:.0f} s")
-            for label, env in CACHE_MODES:
-                print(f"\n== {label} ==")
-                with serve(db.url, work / "data", workers=args.workers, ready_s=600, env=env) as (
-                    _,
-                    base,
-                ):
-                    await measure(base, holder, key, args)
-            await statements_per_request(db.url, work / "data", holder)
+            holder, key = await seeded(db.url, work / "data", args.memos)
+            await measure_modes(db.url, work / "data", holder, key, args)
     print("load after:", uptime())
+
+
+async def seeded(url: str, data: pathlib.Path, memos: int) -> tuple[str, str]:
+    """Seed ``memos`` through a server of its own; the holder's token and key."""
+    with serve(url, data, ready_s=600) as (_, base):
+        t0 = time.perf_counter()
+        holder, key = await seed(base, memos)
+        print(f"seeded {memos} memos in {time.perf_counter() - t0:.0f} s")
+    return holder, key
+
+
+async def measure_modes(
+    url: str, data: pathlib.Path, holder: str, key: str, args: argparse.Namespace
+) -> None:
+    """:func:`measure` on a server per cache mode, then the statements per request."""
+    for label, env in CACHE_MODES:
+        print(f"\n== {label} ==")
+        with serve(url, data, workers=args.workers, ready_s=600, env=env) as (_, base):
+            await measure(base, holder, key, args)
+    await statements_per_request(url, data, holder)
 
 
 def _kept(work: pathlib.Path, memos: int) -> tuple[str, str] | None:
@@ -174,6 +184,7 @@ async def run_kept(args: argparse.Namespace, work: pathlib.Path) -> None:
     """Seed a SQLite corpus into ``work`` once; measure it on every run."""
     if args.dialect != "sqlite":
         raise SystemExit("--corpus keeps a SQLite corpus only")
+    url = f"sqlite:///{work / 'daybook.db'}"
     kept = _kept(work, args.memos)
     if kept is not None:
         holder, key = kept
@@ -181,17 +192,9 @@ async def run_kept(args: argparse.Namespace, work: pathlib.Path) -> None:
     else:
         async with fresh_database("sqlite", work):
             pass  # migrated: daybook.db in work
-        with serve(f"sqlite:///{work / 'daybook.db'}", work / "data", ready_s=600) as (_, base):
-            t0 = time.perf_counter()
-            holder, key = await seed(base, args.memos)
-            print(f"seeded {args.memos} memos in {time.perf_counter() - t0:.0f} s")
+        holder, key = await seeded(url, work / "data", args.memos)
         _keep(work, args.memos, holder, key)
-    url = f"sqlite:///{work / 'daybook.db'}"
-    for label, env in CACHE_MODES:
-        print(f"\n== {label} ==")
-        with serve(url, work / "data", workers=args.workers, ready_s=600, env=env) as (_, base):
-            await measure(base, holder, key, args)
-    await statements_per_request(url, work / "data", holder)
+    await measure_modes(url, work / "data", holder, key, args)
 
 
 async def measure(base: str, holder: str, key: str, args: argparse.Namespace) -> None:
