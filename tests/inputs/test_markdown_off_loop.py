@@ -87,11 +87,7 @@ async def test_healthz_stays_responsive_during_a_hostile_batch(settings: Setting
             done.set()
             probe.stop()
             await asyncio.gather(polling, probing)
-    # A poll every 20 ms plus its own time: a loop that answered at most a
-    # third of the polls the batch's duration allows was stalled.
-    assert len(healthz) >= min(3, took / 0.06), (
-        f"healthz answered {len(healthz)} times during a {took:.2f} s batch"
-    )
+    assert len(healthz) >= 3, f"healthz answered {len(healthz)} times during a {took:.2f} s batch"
     assert probe.worst < LAG_BOUND, f"event loop stalled {probe.worst:.2f}s"
     assert max(healthz) < LAG_BOUND, f"healthz took {max(healthz):.2f}s"
 
