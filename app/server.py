@@ -26,6 +26,7 @@ from app.api.reference import ReferenceRenderPlugin
 from app.api.security_headers import with_html_csp
 from app.attachments.routes import AttachmentController, FileController, MemoAttachmentController
 from app.attachments.storage import incoming_dir, store_from_settings
+from app.auth.caller_rows import CallerRows
 from app.auth.middleware import AuthMiddleware
 from app.auth.passwords import make_hasher
 from app.auth.refresh import RefreshController
@@ -312,5 +313,7 @@ def _state(settings: Settings) -> Any:
             "page_cache": PageCache(settings.page_cache_bytes)
             if settings.page_cache_bytes > 0
             else None,
+            # Used only where the generation is local (SQLite): app.auth.caller_rows.
+            "caller_rows": CallerRows(),
         }
     )

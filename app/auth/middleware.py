@@ -23,9 +23,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.access.caller import Caller, Credential
+from app.auth.caller_rows import CallerRows
 from app.auth.origin import cookie_usable
 from app.auth.secrets import PAT_PREFIX, digest
-from app.db.generation import GENERATION_SCOPE_KEY, snapshot_token
+from app.db.generation import GENERATION_SCOPE_KEY, Generation, snapshot_token
 from app.db.schema import access_token, auth_session, user_account
 from app.db.transactions import write_transaction
 from app.errors import PermissionDenied, Unauthenticated, Unavailable
@@ -48,26 +49,24 @@ async def resolve_bearer(
     The same statement reads the instance's ACCESS setting, left in ``scope``.
     """
     hashed = digest(secret)
-    async with engine.connect() as conn:
-        if secret.startswith(PAT_PREFIX):
-            row = (await conn.execute(_KEY_ROW, {"token_hash": hashed, "now": now})).first()
-            if row is None:
-                return None
-            if scope is not None:
-                _leave_in_scope(scope, row)
-            if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
-                await conn.rollback()  # end the read before taking a write turn
-                await _touch(engine, row.id, now)
-            return Caller(
-                user_id=row.user_id,
-                username=row.username,
-                role=row.role,
-                credential=Credential.PAT,
-                pat_id=row.id,
-                pat_description=row.description,
-                restriction=row.restriction,
-            )
-        session_row = await _session_row(conn, hashed, now)
+    if secret.startswith(PAT_PREFIX):
+        row = await _credential(engine, _KEY_ROW, "key", hashed, now, scope)
+        if row is None:
+            return None
+        if scope is not None:
+            _leave_in_scope(scope, row)
+        if row.last_used_ts is None or row.last_used_ts < now - LAST_USED_GRANULARITY:
+            await _touch(engine, row.id, now)
+        return Caller(
+            user_id=row.user_id,
+            username=row.username,
+            role=row.role,
+            credential=Credential.PAT,
+            pat_id=row.id,
+            pat_description=row.description,
+            restriction=row.restriction,
+        )
+    session_row = await _credential(engine, _SESSION_ROW, "session", hashed, now, scope)
     if session_row is None:
         return None
     if scope is not None:
@@ -79,6 +78,46 @@ async def resolve_bearer(
         credential=Credential.ACCESS_TOKEN,
         session_id=session_row.id,
     )
+
+
+async def _credential(
+    engine: AsyncEngine,
+    statement: sa.Select[Any],
+    kind: str,
+    hashed: str,
+    now: int,
+    scope: dict[str, Any] | None,
+) -> Any | None:
+    """The credential's row: kept from an earlier request while the database is
+    unchanged (``app.auth.caller_rows``, SQLite), else read by ``statement`` on a
+    connection of its own, which is returned to the pool at once."""
+    kept = _kept_rows(scope)
+    if kept is not None:
+        rows, token, scope = kept
+        # Read before the statement (and so before the request's snapshot):
+        # the page cache stamps its answer with the same token (app.db.generation).
+        scope[GENERATION_SCOPE_KEY] = token
+        row = rows.get((kind, hashed), token, now)
+        if row is not None:
+            return row
+    async with engine.connect() as conn:
+        row = (await conn.execute(statement, {"token_hash": hashed, "now": now})).first()
+    if kept is not None and row is not None:
+        rows.put((kind, hashed), token, row)
+    return row
+
+
+def _kept_rows(
+    scope: dict[str, Any] | None,
+) -> tuple[CallerRows, str, dict[str, Any]] | None:
+    """The process's caller rows and the generation read now, where that is local."""
+    state = getattr(scope.get("app"), "state", None) if scope is not None else None
+    rows = getattr(state, "caller_rows", None)
+    generation: Generation | None = getattr(state, "generation", None)
+    if scope is None or not isinstance(rows, CallerRows) or generation is None:
+        return None
+    token = generation.read_local()
+    return None if token is None else (rows, token, scope)
 
 
 def _leave_in_scope(scope: dict[str, Any], row: Any) -> None:
@@ -144,18 +183,16 @@ _KEY_ROW = _credential_row(
     access_token.c.description,
     access_token.c.restriction,
     access_token.c.last_used_ts,
+    access_token.c.expires_ts,
     live=sa.or_(access_token.c.expires_ts.is_(None), access_token.c.expires_ts > _NOW),
 )
 _SESSION_ROW = _credential_row(
     auth_session,
     auth_session.c.id,
     auth_session.c.csrf_token,
+    auth_session.c.expires_ts,
     live=auth_session.c.expires_ts > _NOW,
 )
-
-
-async def _session_row(conn: Any, hashed: str, now: int) -> Any:
-    return (await conn.execute(_SESSION_ROW, {"token_hash": hashed, "now": now})).first()
 
 
 class AuthMiddleware(AbstractAuthenticationMiddleware):
@@ -182,8 +219,8 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
         ):
             cookie = None  # cross-origin: the cookie never authenticates (decision 0029)
         if cookie:
-            async with engine.connect() as conn:
-                row = await _session_row(conn, digest(cookie), now)
+            scope: dict[str, Any] = connection.scope  # type: ignore[assignment]
+            row = await _credential(engine, _SESSION_ROW, "session", digest(cookie), now, scope)
             if row is not None:
                 _leave_in_scope(connection.scope, row)  # type: ignore[arg-type]
                 if connection.scope.get("method", "GET") not in SAFE_METHODS:

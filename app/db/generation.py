@@ -74,6 +74,12 @@ class Generation(Protocol):
         """The current token, or None when it cannot be known now."""
         ...
 
+    def read_local(self) -> str | None:
+        """The current token when reading it takes no round trip to a server
+        (SQLite), else None: only then is a value as small as the caller's row
+        worth keeping against it (``app.auth.caller_rows``)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -103,6 +109,9 @@ class SqliteGeneration:
     async def read(self) -> str | None:
         return self._read()
 
+    def read_local(self) -> str | None:
+        return self._read()
+
     def close(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(sqlite3.Error):
@@ -125,6 +134,9 @@ class PostgresGeneration:
         except (sa.exc.DBAPIError, OSError):
             return None
 
+    def read_local(self) -> str | None:
+        return None
+
     def close(self) -> None:
         pass
 
@@ -133,6 +145,9 @@ class NoGeneration:
     """An in-memory SQLite database: no second connection sees it."""
 
     async def read(self) -> str | None:
+        return None
+
+    def read_local(self) -> str | None:
         return None
 
     def close(self) -> None:
