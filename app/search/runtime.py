@@ -19,6 +19,7 @@ import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +32,7 @@ from app.search.cache_sync import warm_cache
 from app.search.embedder import Embedder, QueryCache, make_embedder
 from app.search.fusion import Floor, Fusion
 from app.search.relevance import DEFAULT_FUSION, parse_floor
+from app.search.trim import release_free_memory
 from app.search.vectors import VectorCache, one_blas_thread
 from app.search.worker import run_low, run_worker
 
@@ -44,8 +46,10 @@ class SearchRuntime:
         pgvector: bool,
         floor: str = "auto",
         fusion: Fusion = DEFAULT_FUSION,
+        model_cache: Path | None = None,
     ) -> None:
         self.model = model
+        self.model_cache = model_cache
         self.pgvector = pgvector
         self.floor_setting = floor
         self.fusion = fusion
@@ -61,7 +65,8 @@ class SearchRuntime:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                self._embedder = make_embedder(self.model)
+                self._embedder = make_embedder(self.model, self.model_cache)
+                release_free_memory()  # the load's temporaries (app.search.trim)
             return self._embedder
 
     def vector_cache(self, model: str, dim: int) -> VectorCache:
@@ -83,7 +88,7 @@ class SearchRuntime:
         concurrent calls (each call runs at its caller thread's priority), else
         an instance of its own."""
         shared = self.embedder
-        return shared if shared.concurrent else make_embedder(self.model)
+        return shared if shared.concurrent else make_embedder(self.model, self.model_cache)
 
     async def loaded_embedder(self) -> Embedder:
         """The query embedder, loading it off the event loop the first time."""
@@ -196,18 +201,24 @@ async def _embedding_lease(
 
 
 def search_lifespan(
-    model: str, worker: bool, floor: str = "auto", lease_ms: int = 15_000
+    model: str,
+    worker: bool,
+    floor: str = "auto",
+    lease_ms: int = 15_000,
+    model_cache: Path | None = None,
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[None]]:
     """The lifespan hook: search state, its warm-up, and the embedding worker when enabled.
 
-    A bad ``floor`` (``DAYBOOK_SEARCH_FLOOR``) raises here, when the app is built,
-    not on the first search."""
+    ``model_cache`` is where MiniLM's memory-mapped build is kept (the data
+    directory's ``cache``; ``app.search.model_cache``). A bad ``floor``
+    (``DAYBOOK_SEARCH_FLOOR``) raises here, when the app is built, not on the
+    first search."""
     parse_floor(floor, model)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
         engine: AsyncEngine = app.state.engine
-        runtime = SearchRuntime(model, await has_pgvector(engine), floor)
+        runtime = SearchRuntime(model, await has_pgvector(engine), floor, model_cache=model_cache)
         if engine.dialect.name == "postgresql" and not runtime.pgvector:
             log.warning(
                 "pgvector is not installed in this database: the semantic arm scans the"

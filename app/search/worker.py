@@ -47,6 +47,7 @@ from app.search.tables import (
     memo_embedding_pgvector,
     memo_embedding_queue,
 )
+from app.search.trim import release_free_memory
 from app.search.vectors import content_hash, encode, pgvector_text
 
 log = structlog.get_logger("daybook.search.worker")
@@ -252,6 +253,7 @@ async def run_worker(
     """Loop until ``stop``: embed what is queued, then poll every ``idle_seconds``."""
     log.info("embedding worker started", model=embedder.name, dim=embedder.dim)
     swept_at = -SWEEP_SECONDS
+    busy = False
     while not stop.is_set():
         try:
             if time.monotonic() - swept_at >= SWEEP_SECONDS:
@@ -261,6 +263,11 @@ async def run_worker(
         except Exception:
             log.exception("embedding batch failed; retrying later")
             done = 0
-        if done == 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), idle_seconds)
+        if done:
+            busy = True
+            continue
+        if busy:  # out of work: the batches' freed tensors stay in the C heaps otherwise
+            busy = False
+            release_free_memory()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), idle_seconds)
