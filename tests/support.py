@@ -41,6 +41,11 @@ __all__ = [
 ]
 
 
+# MiniLM's optimised build (app.search.model_cache) is 133 MB: built once per
+# machine for every test instance and spawned server, not once per data directory.
+MODEL_CACHE = pathlib.Path(tempfile.gettempdir()) / f"daybook-tests-model-cache-{os.getuid()}"
+
+
 def make_settings(database_url: str, tmp_path: pathlib.Path, **overrides: Any) -> Settings:
     """A test instance's settings: cheap password hashing, a fixed secret, JSON logs.
 
@@ -54,6 +59,7 @@ def make_settings(database_url: str, tmp_path: pathlib.Path, **overrides: Any) -
         "password_hasher": "cheap",
         "secret": "test-secret",
         "log_format": "json",
+        "model_cache_dir": MODEL_CACHE,
     }
     return Settings(**(fields | overrides))
 

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from app.db import schema
 from app.db.engine import create_engine
 from tests.conftest import _admin_exec
-from tests.support import free_port, wait_ready
+from tests.support import MODEL_CACHE, free_port, wait_ready
 
 _counter = itertools.count()
 PASSWORD = "password-1"
@@ -48,6 +48,7 @@ def _env() -> dict[str, str]:
     return {
         **env,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_MODEL_CACHE": str(MODEL_CACHE),  # built once per machine (tests.support)
         "DAYBOOK_RATE_LIMITS": "0",  # the writer loops past 120 writes/min (decision 0029)
         "DAYBOOK_LOG_FORMAT": "json",
         "DAYBOOK_WORKERS": "1",  # one process, as before serve --workers

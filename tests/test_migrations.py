@@ -55,7 +55,7 @@ from app.db.migrate import alembic_config, current_revision, downgrade, upgrade
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
-from tests.support import free_port, make_settings, wait_ready
+from tests.support import MODEL_CACHE, free_port, make_settings, wait_ready
 
 _counter = itertools.count()
 SESSION_TOKEN = "migration-test-session-token"  # bearer secret of alice's inserted session
@@ -820,6 +820,7 @@ def _env() -> dict[str, str]:
     return {
         **env,
         "DAYBOOK_EMBED_WORKER": "0",
+        "DAYBOOK_MODEL_CACHE": str(MODEL_CACHE),  # built once per machine (tests.support)
         "DAYBOOK_LOG_FORMAT": "json",
         "DAYBOOK_WORKERS": "1",
     }

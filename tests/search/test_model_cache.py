@@ -1,4 +1,4 @@
-"""MiniLM's memory-mapped build in the data directory (app.search.model_cache, decision 0048)."""
+"""MiniLM's memory-mapped build in the data directory (app.search.model_cache, decision 0050)."""
 
 from __future__ import annotations
 
