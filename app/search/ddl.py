@@ -15,7 +15,10 @@ PostgreSQL:
   (``PG_TSVECTOR``), written by triggers with the memo, and its GIN index
   (migration 0019). Until then a GIN expression index on ``memo`` found the
   matches, and ranking parsed every match's content again (decision 0046).
-  No column is added to ``memo``: that would rewrite the table.
+  No column is added to ``memo``: that would rewrite the table. Migration
+  0020 adds a GIN expression index on ``daybook_tsv_repeated(tsv)``, the
+  words a memo holds at least twice, for one-word searches
+  (``lexical._repeated_tsquery``).
 - ``memo_embedding`` as above (``bytea``) plus, where the ``vector``
   extension is available, a ``halfvec`` column and an HNSW index per
   dimension (a partial expression index, so models of other sizes coexist).

@@ -10,7 +10,10 @@ predicate, CEL filter, scope) in its WHERE clause, before ORDER BY/LIMIT:
   and its GIN index, migration 0019). Ranking needs the tsvector of every
   match; computed from the content, as the expression index of 0004 made
   PostgreSQL do, it cost 250-330 ms at 22,000 memos for a word in 5,000 of
-  them, against 13-17 ms read from the table (decision 0046).
+  them, against 13-17 ms read from the table (decision 0046). A one-word
+  query first ranks only the memos holding the word at least twice
+  (``_repeated_tsquery``, migration 0020): when ``pool`` admitted memos do,
+  they are the page, exactly.
 - A query with CJK text, on both: memos containing any of its bigrams (or
   words), ranked by how many distinct ones they contain.
 """
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -85,6 +89,52 @@ def _tsquery(
         .select_from(memo_tsv.join(memo, memo.c.id == memo_tsv.c.memo_id))
         .where(memo_tsv.c.tsv.op("@@")(query), *admitted)
         .order_by(rank.desc(), memo.c.id.desc())
+        .limit(pool)
+    )
+
+
+# ts_rank_cd of one lexeme in a to_tsvector (every position of weight D, 0.1)
+# is 0.1 per position of the word; as PostgreSQL returns it (real).
+ONE_POSITION_RANK = float(np.float32(0.1))
+
+
+def _repeated_tsquery(
+    terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int
+) -> sa.Select[Any]:
+    """A one-word query's page when it lies among the memos holding the word twice or more.
+
+    ``ts_rank_cd`` of one lexeme is 0.1 per position of the word in the memo,
+    so any memo holding it twice or more ranks above any memo holding it once
+    (``ONE_POSITION_RANK``). If this statement returns ``pool`` admitted memos,
+    they are the first ``pool`` of the full statement (``_tsquery``), with the
+    same scores and order. ``daybook_tsv_repeated(tsv)`` holds each memo's
+    words of two or more positions and has a GIN index (migration 0020); a word
+    of the benchmark's vocabulary is in 23,000 of 100,000 memos and repeated in
+    3,400. ``numnode(q) = 1``: only a query that is one lexeme (it always is
+    for one word of ``parse_terms``; otherwise this returns nothing and the
+    caller ranks every match).
+
+    The ranking is a subquery that cannot be flattened (``OFFSET 0``), so it
+    sorts ``(memo_id, score)`` only: in one statement PostgreSQL sorts the
+    matches with their 580-byte tsvector, to rank them again above the join.
+    """
+    query = _pg_query(terms.words, 1)
+    rank = sa.func.ts_rank_cd(memo_tsv.c.tsv, query).label("score")
+    repeated = (
+        sa.select(memo_tsv.c.memo_id, rank)
+        .where(
+            sa.func.daybook_tsv_repeated(memo_tsv.c.tsv).op("@@")(query),
+            sa.func.numnode(query) == 1,
+        )
+        .order_by(rank.desc(), memo_tsv.c.memo_id.desc())
+        .offset(sa.literal_column("0"))
+        .subquery("repeated")
+    )
+    return (
+        sa.select(memo.c.id, repeated.c.score, memo.c.content)
+        .select_from(repeated.join(memo, memo.c.id == repeated.c.memo_id))
+        .where(*admitted)
+        .order_by(repeated.c.score.desc(), memo.c.id.desc())
         .limit(pool)
     )
 
@@ -157,6 +207,12 @@ async def lexical_hits(
         # same for its own reasons (``pgvector_arm``). Ends with the request's
         # read transaction.
         await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        if len(terms.words) == 1 and not terms.cjk:
+            # Exactly the full statement's page when it fills the pool (its
+            # docstring); otherwise every match is ranked below.
+            rows = list(await conn.execute(_repeated_tsquery(terms, admitted, pool)))
+            if len(rows) >= pool and all(r.score > ONE_POSITION_RANK for r in rows):
+                return [LexicalHit(int(r.id), float(r.score), r.content, True) for r in rows]
     for at_least in tiers:
         stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)
         if stmt is None:

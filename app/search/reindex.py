@@ -27,9 +27,10 @@ async def rebuild_fts(engine: AsyncEngine) -> None:
         if conn.dialect.name == "sqlite":
             await conn.exec_driver_sql("INSERT INTO memo_fts(memo_fts) VALUES ('rebuild')")
         else:
-            # Every memo's tsvector computed again (migration 0019), then its index.
+            # Every memo's tsvector computed again (migration 0019), then its
+            # indexes (0020 added the one on its repeated words).
             await conn.exec_driver_sql(PG_TSV_REBUILD)
-            await conn.exec_driver_sql("REINDEX INDEX ix_memo_tsv")
+            await conn.exec_driver_sql("REINDEX TABLE memo_tsv")
 
 
 async def count_memos(engine: AsyncEngine) -> int:

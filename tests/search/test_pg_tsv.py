@@ -69,7 +69,8 @@ async def test_the_lexical_statement_ranks_stored_tsvectors(
     """2,700 memos, "kestrel" in about half, repeated one to four times (so the
     ranks differ); the captured statement, explained with its values, reads
     ``memo_tsv`` and computes no ``to_tsvector``, and its ranking is the one
-    computed from the content."""
+    computed from the content. (With about 1,000 memos holding the word twice
+    or more, the one statement is the one over the repeated words, 0020.)"""
     await alice.memo("kestrel")  # alice's id for the insert below
     engine = create_engine(client.app.state.settings.database_url)
     captured: list[tuple[str, Any]] = []
@@ -108,7 +109,7 @@ async def test_the_lexical_statement_ranks_stored_tsvectors(
             sa.event.remove(client.app.state.engine.sync_engine, "before_cursor_execute", grab)
         assert len(captured) == 1
         sql, params = captured[0]
-        assert re.search(r"\bFROM memo_tsv JOIN memo\b", sql), sql
+        assert "daybook_tsv_repeated(memo_tsv.tsv)" in sql, sql
         async with engine.connect() as conn:
             raw = (await conn.get_raw_connection()).driver_connection
             text = await raw.fetchval("EXPLAIN (VERBOSE, FORMAT JSON) " + sql, *params)
@@ -133,3 +134,103 @@ async def test_the_lexical_statement_ranks_stored_tsvectors(
     assert [r["memo"]["name"] for r in body["results"]] == [
         f"memos/{by_id[r[0]]}" for r in expected
     ]
+
+
+async def test_daybook_tsv_repeated_holds_the_words_of_two_positions_or_more(
+    pg_only: None, client: AsyncTestClient[Any]
+) -> None:
+    engine = create_engine(client.app.state.settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            got = (
+                await conn.exec_driver_sql(
+                    "SELECT daybook_tsv_repeated(to_tsvector('simple',"
+                    " 'Otter heron otter lake heron otter river'))::text,"
+                    " daybook_tsv_repeated(to_tsvector('simple', 'one two three'))::text"
+                )
+            ).one()
+    finally:
+        await engine.dispose()
+    assert tuple(got) == ("'heron' 'otter'", "")
+
+
+_INSERT = (
+    "INSERT INTO memo (uid, creator_id, content, visibility, state, created_ts,"
+    " updated_ts, origin, version, pinned, title, snippet, has_link,"
+    " has_task_list, has_code, has_incomplete_tasks)"
+    " SELECT '{prefix}' || g, m.creator_id, {content}, '{visibility}',"
+    " 'NORMAL', g, g, '{{}}', 1, false, '', '', false, false, false, false"
+    " FROM generate_series(1, {n}) AS g, (SELECT creator_id FROM memo LIMIT 1) AS m"
+)
+
+
+async def test_one_word_page_is_the_full_ranking_with_or_without_enough_repeats(
+    pg_only: None, client: AsyncTestClient[Any], alice: Actor, bob: Actor
+) -> None:
+    """A one-word search first ranks the memos holding the word twice or more
+    (0020). Alice sees 400 of them: that statement alone makes her page. Bob
+    sees 24 (alice's public memos), fewer than the pool: the full statement
+    ranks every match he may see. Both pages are the ranking computed from the
+    content, under each reader's audience."""
+    await alice.memo("kestrel")  # alice's id for the inserts below (private)
+    engine = create_engine(client.app.state.settings.database_url)
+    captured: list[str] = []
+
+    def grab(_c: Any, _cur: Any, statement: str, *_: Any) -> None:
+        if "ts_rank_cd" in statement:
+            captured.append(statement)
+
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(
+                _INSERT.format(
+                    prefix="p",
+                    content="repeat('kestrel ', 1 + g % 3) || 'over field ' || g",
+                    visibility="PRIVATE",
+                    n=600,
+                )
+            )
+            await conn.exec_driver_sql(
+                _INSERT.format(
+                    prefix="u",
+                    content="repeat('kestrel ', CASE WHEN g % 5 = 0 THEN 2 ELSE 1 END)"
+                    " || 'in the rain ' || g",
+                    visibility="PUBLIC",
+                    n=120,
+                )
+            )
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql("ANALYZE")
+
+        async def expected(visibility: str) -> list[str]:
+            q = "plainto_tsquery('simple', 'kestrel')"
+            async with engine.connect() as conn:
+                rows = await conn.exec_driver_sql(
+                    f"SELECT uid FROM memo WHERE {PG_TSVECTOR} @@ {q} AND {visibility}"
+                    f" ORDER BY ts_rank_cd({PG_TSVECTOR}, {q}) DESC, id DESC LIMIT 50"
+                )
+                return [f"memos/{r[0]}" for r in rows]
+
+        engine_app = client.app.state.engine.sync_engine
+        sa.event.listen(engine_app, "before_cursor_execute", grab)
+        try:
+            mine = await search(alice, "kestrel", mode="lexical", pageSize=50)
+            alice_statements = list(captured)
+            captured.clear()
+            public = await search(bob, "kestrel", mode="lexical", pageSize=50)
+            bob_statements = list(captured)
+        finally:
+            sa.event.remove(engine_app, "before_cursor_execute", grab)
+        assert [r["memo"]["name"] for r in mine["results"]] == await expected("true")
+        assert [r["memo"]["name"] for r in public["results"]] == await expected(
+            "visibility IN ('PUBLIC', 'PROTECTED')"
+        )
+    finally:
+        await engine.dispose()
+    assert len(alice_statements) == 1
+    assert "daybook_tsv_repeated" in alice_statements[0]
+    assert len(bob_statements) == 2
+    assert "daybook_tsv_repeated" in bob_statements[0]
+    assert re.search(r"\bFROM memo_tsv JOIN memo\b", bob_statements[1]), bob_statements[1]
+    assert len(public["results"]) == 50  # 24 repeated, then 26 of the 96 holding it once
