@@ -13,7 +13,8 @@ predicate, CEL filter, scope) in its WHERE clause, before ORDER BY/LIMIT:
   them, against 13-17 ms read from the table (decision 0046). A one-word
   query first ranks only the memos holding the word at least twice
   (``_repeated_tsquery``, migration 0020): when ``pool`` admitted memos do,
-  they are the page, exactly.
+  they are the page, exactly; a two-word query likewise with the memos
+  holding either word twice or more.
 - A query with CJK text, on both: memos containing any of its bigrams (or
   words), ranked by how many distinct ones they contain.
 """
@@ -93,39 +94,54 @@ def _tsquery(
     )
 
 
-# ts_rank_cd of one lexeme in a to_tsvector (every position of weight D, 0.1)
-# is 0.1 per position of the word; as PostgreSQL returns it (real).
-ONE_POSITION_RANK = float(np.float32(0.1))
+# ts_rank_cd of one lexeme in a to_tsvector (every position of weight D, 0.1),
+# as PostgreSQL returns it (real): a memo's rank for a word it holds once, and
+# the most a memo holding each word of an AND query once can have.
+ONE_COVER_RANK = float(np.float32(0.1))
+# Queries of at most this many words try ``_repeated_tsquery`` first. On the
+# benchmark's corpus, 60-80 of the ~6,000 memos holding two words rank above
+# ONE_COVER_RANK, 0-3 of the ~1,700 holding three: there it would only add a
+# statement.
+REPEATED_MAX_WORDS = 2
 
 
 def _repeated_tsquery(
     terms: Terms, admitted: Sequence[ColumnElement[bool]], pool: int
 ) -> sa.Select[Any]:
-    """A one-word query's page when it lies among the memos holding the word twice or more.
+    """The all-words page when it lies among the matches holding a query word twice or more.
 
-    ``ts_rank_cd`` of one lexeme is 0.1 per position of the word in the memo,
-    so any memo holding it twice or more ranks above any memo holding it once
-    (``ONE_POSITION_RANK``). If this statement returns ``pool`` admitted memos,
-    they are the first ``pool`` of the full statement (``_tsquery``), with the
-    same scores and order. ``daybook_tsv_repeated(tsv)`` holds each memo's
-    words of two or more positions and has a GIN index (migration 0020); a word
-    of the benchmark's vocabulary is in 23,000 of 100,000 memos and repeated in
-    3,400. ``numnode(q) = 1``: only a query that is one lexeme (it always is
-    for one word of ``parse_terms``; otherwise this returns nothing and the
-    caller ranks every match).
+    ``ts_rank_cd`` with ``to_tsvector``'s single weight (D, 0.1) sums, over the
+    covers of the query (minimal spans holding every word), 0.1 / (1 + the
+    other words inside the span). A memo holding each query word exactly once
+    has one cover, so it ranks at most 0.1 (``ONE_COVER_RANK``); for one word,
+    exactly 0.1 per position. So if this statement, which ranks only the
+    matches holding some query word twice or more, returns ``pool`` admitted
+    memos all ranked above 0.1, no other match can rank among them: they are
+    the first ``pool`` of the full statement (``_tsquery``), with the same
+    scores and order. The caller checks that, and otherwise runs the full one.
+
+    ``daybook_tsv_repeated(tsv)``, the words a memo holds twice or more, has a
+    GIN index (migration 0020): a word of the benchmark's vocabulary is in
+    23,000 of 100,000 memos and repeated in 3,400. ``numnode`` checks that
+    each word is one lexeme (always, for words of ``parse_terms``; otherwise
+    this returns nothing and the caller ranks every match).
 
     The ranking is a subquery that cannot be flattened (``OFFSET 0``), so it
     sorts ``(memo_id, score)`` only: in one statement PostgreSQL sorts the
     matches with their 580-byte tsvector, to rank them again above the join.
     """
-    query = _pg_query(terms.words, 1)
+    words = terms.words
+    query = _pg_query(words, len(words))
     rank = sa.func.ts_rank_cd(memo_tsv.c.tsv, query).label("score")
+    matched: list[ColumnElement[bool]] = [
+        sa.func.daybook_tsv_repeated(memo_tsv.c.tsv).op("@@")(_pg_query(words, 1)),
+        sa.func.numnode(query) == 2 * len(words) - 1,
+    ]
+    if len(words) > 1:  # one word repeated is a match; the others must be there too
+        matched.append(memo_tsv.c.tsv.op("@@")(query))
     repeated = (
         sa.select(memo_tsv.c.memo_id, rank)
-        .where(
-            sa.func.daybook_tsv_repeated(memo_tsv.c.tsv).op("@@")(query),
-            sa.func.numnode(query) == 1,
-        )
+        .where(*matched)
         .order_by(rank.desc(), memo_tsv.c.memo_id.desc())
         .offset(sa.literal_column("0"))
         .subquery("repeated")
@@ -207,11 +223,11 @@ async def lexical_hits(
         # same for its own reasons (``pgvector_arm``). Ends with the request's
         # read transaction.
         await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
-        if len(terms.words) == 1 and not terms.cjk:
-            # Exactly the full statement's page when it fills the pool (its
-            # docstring); otherwise every match is ranked below.
+        if not terms.cjk and 0 < len(terms.words) <= REPEATED_MAX_WORDS:
+            # The all-words tier's page exactly, when it fills the pool above
+            # ONE_COVER_RANK (its docstring); otherwise every match is ranked below.
             rows = list(await conn.execute(_repeated_tsquery(terms, admitted, pool)))
-            if len(rows) >= pool and all(r.score > ONE_POSITION_RANK for r in rows):
+            if len(rows) >= pool and all(r.score > ONE_COVER_RANK for r in rows):
                 return [LexicalHit(int(r.id), float(r.score), r.content, True) for r in rows]
     for at_least in tiers:
         stmt = lexical_statement(conn.dialect.name, terms, admitted, pool, at_least)

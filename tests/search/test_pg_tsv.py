@@ -164,14 +164,18 @@ _INSERT = (
 )
 
 
-async def test_one_word_page_is_the_full_ranking_with_or_without_enough_repeats(
-    pg_only: None, client: AsyncTestClient[Any], alice: Actor, bob: Actor
-) -> None:
-    """A one-word search first ranks the memos holding the word twice or more
-    (0020). Alice sees 400 of them: that statement alone makes her page. Bob
-    sees 24 (alice's public memos), fewer than the pool: the full statement
-    ranks every match he may see. Both pages are the ranking computed from the
-    content, under each reader's audience."""
+async def _pages_and_statements(
+    client: AsyncTestClient[Any],
+    alice: Actor,
+    bob: Actor,
+    query: str,
+    private: str,
+    public: str,
+) -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """Alice's memos (``private``: 600 of that content, ``public``: 120), then
+    ``query`` searched by alice and by bob: per reader, the page's names, the
+    ranking computed from the content under the reader's audience, and the
+    lexical statements the search ran."""
     await alice.memo("kestrel")  # alice's id for the inserts below (private)
     engine = create_engine(client.app.state.settings.database_url)
     captured: list[str] = []
@@ -180,57 +184,86 @@ async def test_one_word_page_is_the_full_ranking_with_or_without_enough_repeats(
         if "ts_rank_cd" in statement:
             captured.append(statement)
 
+    out = {}
     try:
         async with engine.begin() as conn:
-            await conn.exec_driver_sql(
-                _INSERT.format(
-                    prefix="p",
-                    content="repeat('kestrel ', 1 + g % 3) || 'over field ' || g",
-                    visibility="PRIVATE",
-                    n=600,
+            for prefix, content, visibility, n in (
+                ("p", private, "PRIVATE", 600),
+                ("u", public, "PUBLIC", 120),
+            ):
+                await conn.exec_driver_sql(
+                    _INSERT.format(prefix=prefix, content=content, visibility=visibility, n=n)
                 )
-            )
-            await conn.exec_driver_sql(
-                _INSERT.format(
-                    prefix="u",
-                    content="repeat('kestrel ', CASE WHEN g % 5 = 0 THEN 2 ELSE 1 END)"
-                    " || 'in the rain ' || g",
-                    visibility="PUBLIC",
-                    n=120,
-                )
-            )
         async with engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.exec_driver_sql("ANALYZE")
-
-        async def expected(visibility: str) -> list[str]:
-            q = "plainto_tsquery('simple', 'kestrel')"
+        q = " && ".join(f"plainto_tsquery('simple', '{w}')" for w in query.split())
+        engine_app = client.app.state.engine.sync_engine
+        for actor, audience in ((alice, "true"), (bob, "visibility IN ('PUBLIC', 'PROTECTED')")):
+            captured.clear()
+            sa.event.listen(engine_app, "before_cursor_execute", grab)
+            try:
+                body = await search(actor, query, mode="lexical", pageSize=50)
+            finally:
+                sa.event.remove(engine_app, "before_cursor_execute", grab)
             async with engine.connect() as conn:
                 rows = await conn.exec_driver_sql(
-                    f"SELECT uid FROM memo WHERE {PG_TSVECTOR} @@ {q} AND {visibility}"
+                    f"SELECT uid FROM memo WHERE {PG_TSVECTOR} @@ ({q}) AND {audience}"
                     f" ORDER BY ts_rank_cd({PG_TSVECTOR}, {q}) DESC, id DESC LIMIT 50"
                 )
-                return [f"memos/{r[0]}" for r in rows]
-
-        engine_app = client.app.state.engine.sync_engine
-        sa.event.listen(engine_app, "before_cursor_execute", grab)
-        try:
-            mine = await search(alice, "kestrel", mode="lexical", pageSize=50)
-            alice_statements = list(captured)
-            captured.clear()
-            public = await search(bob, "kestrel", mode="lexical", pageSize=50)
-            bob_statements = list(captured)
-        finally:
-            sa.event.remove(engine_app, "before_cursor_execute", grab)
-        assert [r["memo"]["name"] for r in mine["results"]] == await expected("true")
-        assert [r["memo"]["name"] for r in public["results"]] == await expected(
-            "visibility IN ('PUBLIC', 'PROTECTED')"
-        )
+                expected = [f"memos/{r[0]}" for r in rows]
+            names = [r["memo"]["name"] for r in body["results"]]
+            out[actor.username] = (names, expected, list(captured))
     finally:
         await engine.dispose()
-    assert len(alice_statements) == 1
-    assert "daybook_tsv_repeated" in alice_statements[0]
-    assert len(bob_statements) == 2
-    assert "daybook_tsv_repeated" in bob_statements[0]
+    return out
+
+
+async def test_one_word_page_is_the_full_ranking_with_or_without_enough_repeats(
+    pg_only: None, client: AsyncTestClient[Any], alice: Actor, bob: Actor
+) -> None:
+    """A one-word search first ranks the memos holding the word twice or more
+    (0020). Alice sees 400 of them: that statement alone makes her page. Bob
+    sees 24 (alice's public memos), fewer than the pool: the full statement
+    ranks every match he may see. Both pages are the ranking computed from the
+    content, under each reader's audience."""
+    pages = await _pages_and_statements(
+        client,
+        alice,
+        bob,
+        "kestrel",
+        private="repeat('kestrel ', 1 + g % 3) || 'over field ' || g",
+        public="repeat('kestrel ', CASE WHEN g % 5 = 0 THEN 2 ELSE 1 END) || 'in the rain ' || g",
+    )
+    for names, expected, _ in pages.values():
+        assert names == expected
+        assert len(names) == 50  # bob: 24 repeated, then 26 of the 96 holding it once
+    assert [("daybook_tsv_repeated" in s) for s in pages["alice"][2]] == [True]
+    bob_statements = pages["bob"][2]
+    assert [("daybook_tsv_repeated" in s) for s in bob_statements] == [True, False]
     assert re.search(r"\bFROM memo_tsv JOIN memo\b", bob_statements[1]), bob_statements[1]
-    assert len(public["results"]) == 50  # 24 repeated, then 26 of the 96 holding it once
+
+
+async def test_two_word_page_is_the_full_ranking_with_or_without_enough_repeats(
+    pg_only: None, client: AsyncTestClient[Any], alice: Actor, bob: Actor
+) -> None:
+    """Two words: a memo holding each once ranks at most 0.1 (one cover), so
+    the memos holding either twice or more and ranked above 0.1 make the page
+    when they fill it. Alice's private memos hold "kestrel hover" two or three
+    times in a row (0.3, 0.5); bob sees 30 memos holding them as "kestrel
+    hover kestrel" (0.2) and 90 holding each once, 0-4 words apart (0.1 to
+    0.02): fewer than the pool above 0.1, so every match is ranked."""
+    pages = await _pages_and_statements(
+        client,
+        alice,
+        bob,
+        "kestrel hover",
+        private="repeat('kestrel hover ', 1 + g % 3) || 'field ' || g",
+        public="CASE WHEN g % 4 = 0 THEN 'kestrel hover kestrel '"
+        " ELSE 'kestrel ' || repeat('over ', g % 5) || 'hover ' END || g",
+    )
+    for names, expected, _ in pages.values():
+        assert names == expected
+        assert len(names) == 50
+    assert [("daybook_tsv_repeated" in s) for s in pages["alice"][2]] == [True]
+    assert [("daybook_tsv_repeated" in s) for s in pages["bob"][2]] == [True, False]
