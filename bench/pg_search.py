@@ -104,16 +104,18 @@ def expression_tsquery(
 
 @contextlib.contextmanager
 def lexical_shape(before: bool) -> Iterator[None]:
-    """The statement of this tree, or (``before``) the one it replaced."""
+    """The statements of this tree, or (``before``) the one they replaced (and
+    without the first stage over repeated words, 0020: revision 0018 has no
+    ``memo_tsv``)."""
     if not before:
         yield
         return
-    current = lexical._tsquery
-    lexical._tsquery = expression_tsquery
+    current, repeated = lexical._tsquery, lexical.REPEATED_MAX_WORDS
+    lexical._tsquery, lexical.REPEATED_MAX_WORDS = expression_tsquery, 0
     try:
         yield
     finally:
-        lexical._tsquery = current
+        lexical._tsquery, lexical.REPEATED_MAX_WORDS = current, repeated
 
 
 # --- the server --------------------------------------------------------------------------------
