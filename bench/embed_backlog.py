@@ -444,7 +444,11 @@ async def phase(
     sockets = Sockets(port, workers)
 
     def label(pid: int) -> str:
-        return "embedding worker" if pid == holder else "other worker" if pid else "unknown"
+        if not pid:
+            return "unknown"
+        if holder is None:  # no embedding worker (the held phase): the workers apart
+            return f"worker {workers.index(pid) + 1}" if pid in workers else "other worker"
+        return "embedding worker" if pid == holder else "other worker"
 
     kinds = ["list"] * args.list_clients + ["search"] * args.search_clients
     conns = await connect(kinds, base, token, sockets)
