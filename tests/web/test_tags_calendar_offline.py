@@ -105,13 +105,19 @@ def test_quick_actions_give_feedback(new_page: Any, server: Server) -> None:
     slow = {"offline": False, "latency": 1500, "downloadThroughput": -1, "uploadThroughput": -1}
     cdp.send("Network.emulateNetworkConditions", slow)
     box = card(page, "Chores").get_by_label("task 1")
-    box.click()
-    expect(box).to_be_checked(timeout=700)
-    fast = {**slow, "latency": 0}
-    page.wait_for_function(
-        "() => document.querySelector('article.memo-card input[data-task]')?.checked"
-    )
-    cdp.send("Network.emulateNetworkConditions", fast)
+    # The server is read only once the tick's PATCH has been answered: on a
+    # loaded machine it may still be in flight when the box shows checked.
+    with page.expect_response(
+        lambda r: r.request.method == "PATCH" and "/api/v1/memos/" in r.url
+    ) as saved:
+        box.click()
+        expect(box).to_be_checked(timeout=700)
+        fast = {**slow, "latency": 0}
+        page.wait_for_function(
+            "() => document.querySelector('article.memo-card input[data-task]')?.checked"
+        )
+        cdp.send("Network.emulateNetworkConditions", fast)
+    assert saved.value.ok
     expect(card(page, "Chores").get_by_label("task 1")).to_be_checked()
     chores = next(
         m for m in server.api("quick", "GET", "/memos")["memos"] if "Chores" in m["content"]
