@@ -1,11 +1,18 @@
 """The semantic arm on PostgreSQL with pgvector: one statement.
 
-``ORDER BY embedding <=> :q`` with the admission conditions in WHERE, served
-by the HNSW index of the dimension; ``hnsw.iterative_scan = relaxed_order``
-keeps scanning the graph until ``pool`` admitted rows are found (so selective
-audiences still fill the pool), and the rows are re-sorted by exact distance.
-The pending count is a second subquery of the *same* statement, so both see
-one snapshot.
+Two rankings, of which the statement runs one, chosen by its own count of
+the caller's admitted memos (at most ``EXACT_MAX + 1`` read):
+
+- a small audience (at most ``EXACT_MAX`` memos) is ranked exactly: each
+  admitted memo's vector, looked up by primary key, and its distance;
+- a larger one by ``ORDER BY embedding <=> :q`` with the admission conditions
+  in WHERE, served by the HNSW index of the dimension;
+  ``hnsw.iterative_scan = relaxed_order`` keeps scanning the graph until
+  ``pool`` admitted rows are found, and the rows are re-sorted by exact
+  distance.
+
+The pending count is a third subquery of the *same* statement, so the ranking
+and the count see one snapshot.
 """
 
 from __future__ import annotations
@@ -26,6 +33,12 @@ from app.search.tables import HalfVec, memo_embedding_pgvector
 from app.search.vectors import pgvector_text
 
 
+def _target(query: Vectors) -> sa.Cast[Any]:
+    """The query vector: one bound parameter, however often the statement uses it."""
+    text = sa.bindparam("query_vector", pgvector_text(query), type_=sa.Text)
+    return sa.cast(sa.cast(text, sa.Text), HalfVec(int(query.shape[0])))
+
+
 def pgvector_statement(
     model: str, query: Vectors, admitted: Sequence[ColumnElement[bool]], pool: int
 ) -> sa.Select[Any]:
@@ -33,7 +46,7 @@ def pgvector_statement(
     the planner can match the partial HNSW index (``WHERE dim = 384``) in generic plans."""
     e = memo_embedding_pgvector
     dim = int(query.shape[0])
-    target = sa.cast(sa.cast(sa.literal(pgvector_text(query)), sa.Text), HalfVec(dim))
+    target = _target(query)
     column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
     distance = column.op("<=>", return_type=sa.Float)(target)
     return (
@@ -45,12 +58,78 @@ def pgvector_statement(
     )
 
 
+# An audience of at most this many admitted memos is ranked exactly (about 5 us a
+# memo), whatever the planner believes of memo_embedding. Before, the planner chose:
+# with no statistics on memo_embedding (its rows bulk-inserted, not yet analysed)
+# it took ``model = .. AND dim = ..`` for one row and sorted every vector of the
+# model, each joined to memo (76 ms at 20k memos, ~320 ms at 100k for a key seeing
+# 1%); and a walk for a selective audience can spend ``hnsw.max_scan_tuples`` on
+# hidden vectors and come back short. Reading up to EXACT_MAX + 1 admitted ids
+# costs a broad caller about 2 ms.
+EXACT_MAX = 1000
+
+
+def exact_statement(
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    exact_max: int = EXACT_MAX,
+) -> tuple[sa.Select[Any], sa.Select[Any], sa.CTE]:
+    """The exact ranking of the admitted memos and their HNSW ranking, each gated on
+    the number of admitted memos (at most ``exact_max``, or more: one of them runs),
+    and the CTE of at most ``exact_max + 1`` admitted ids that both gates count."""
+    e = memo_embedding_pgvector
+    dim = int(query.shape[0])
+    target = _target(query)
+    column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
+    few = (
+        sa.select(memo.c.id)
+        .where(*admitted)
+        .limit(sa.literal_column(str(int(exact_max) + 1)))
+        .cte("few")
+        .prefix_with("MATERIALIZED")
+    )
+    counted = sa.select(sa.func.count()).select_from(few).scalar_subquery()
+    # The vector of one admitted memo, by primary key. OFFSET 0 keeps the subquery
+    # from being flattened into a join the planner could drive from memo_embedding
+    # (it did, with stale statistics: every vector of the model, 76 ms at 20k).
+    one = (
+        sa.select(column.op("<=>", return_type=sa.Float)(target).label("distance"))
+        .where(e.c.memo_id == few.c.id, e.c.model == model, e.c.dim == sa.literal_column(str(dim)))
+        .offset(sa.literal_column("0"))
+        .lateral("one")
+    )
+    exact = (
+        sa.select(few.c.id.label("memo_id"), one.c.distance)
+        .select_from(few.join(one, sa.true()))
+        .where(counted <= sa.literal_column(str(int(exact_max))))
+        .order_by(one.c.distance)
+        .limit(pool)
+    )
+    walked = pgvector_statement(model, query, admitted, pool).where(
+        counted > sa.literal_column(str(int(exact_max)))
+    )
+    return exact, walked, few
+
+
 def pgvector_arm_statement(
-    model: str, query: Vectors, admitted: Sequence[ColumnElement[bool]], pool: int
+    model: str,
+    query: Vectors,
+    admitted: Sequence[ColumnElement[bool]],
+    pool: int,
+    exact_max: int = EXACT_MAX,
 ) -> sa.Select[Any]:
-    """``pgvector_statement`` and the caller's pending count as one statement (one
-    snapshot): the one-row count, left-joined to the ranked rows (none: one row of NULLs)."""
-    ranked = pgvector_statement(model, query, admitted, pool).subquery("ranked")
+    """The ranking and the caller's pending count as one statement (one snapshot): the
+    one-row count, left-joined to the ranked rows (none: one row of NULLs). The ranking
+    is exact when the caller admits at most ``exact_max`` memos, else ``pgvector_statement``
+    (HNSW); the choice is made in the statement, on its own count of admitted memos."""
+    exact, walked, _ = exact_statement(model, query, admitted, pool, exact_max)
+    a = exact.subquery("exact")
+    b = walked.subquery("walked")
+    ranked = sa.union_all(
+        sa.select(a.c.memo_id, a.c.distance), sa.select(b.c.memo_id, b.c.distance)
+    ).subquery("ranked")
     queued = queued_statement(admitted).subquery("queued")
     return sa.select(queued.c.pending, ranked.c.memo_id, ranked.c.distance).select_from(
         queued.outerjoin(ranked, sa.true())
