@@ -206,6 +206,12 @@ async def store_postgresql(url: str, embedder: Embedder, pgvector: bool) -> dict
             await conn.execute(row["indexdef"])
         index_s = time.perf_counter() - started
         step(f"HNSW index rebuilt: {index_s:.1f}s")
+        # The worker writes these rows over hours, and autovacuum analyses the table
+        # every 10% of them; inserted at once, the table had no statistics until
+        # autovacuum came (a minute to several later), and the callers timed before
+        # that were planned blind: model = .. AND dim = .. taken for one row, every
+        # vector sorted (the 1% caller's 323 ms at 100k). What the worker leaves:
+        await conn.execute("ANALYZE memo_embedding")
     finally:
         await conn.close()
     return {
