@@ -91,12 +91,9 @@ async def _credential(
     """The credential's row: kept from an earlier request while the database is
     unchanged (``app.auth.caller_rows``, SQLite), else read by ``statement`` on a
     connection of its own, which is returned to the pool at once."""
-    kept = _kept_rows(scope)
+    kept = None if scope is None else _kept_rows(scope)
     if kept is not None:
-        rows, token, scope = kept
-        # Read before the statement (and so before the request's snapshot):
-        # the page cache stamps its answer with the same token (app.db.generation).
-        scope[GENERATION_SCOPE_KEY] = token
+        rows, token = kept
         row = rows.get((kind, hashed), token, now)
         if row is not None:
             return row
@@ -107,17 +104,22 @@ async def _credential(
     return row
 
 
-def _kept_rows(
-    scope: dict[str, Any] | None,
-) -> tuple[CallerRows, str, dict[str, Any]] | None:
-    """The process's caller rows and the generation read now, where that is local."""
-    state = getattr(scope.get("app"), "state", None) if scope is not None else None
+def _kept_rows(scope: dict[str, Any]) -> tuple[CallerRows, str] | None:
+    """The process's caller rows and the generation read now, where that is local.
+
+    The token is left in ``scope`` too: it was read before the caller's statement,
+    so before the request's snapshot, and the page cache stamps its answer with
+    it (``app.db.generation``)."""
+    state = getattr(scope.get("app"), "state", None)
     rows = getattr(state, "caller_rows", None)
     generation: Generation | None = getattr(state, "generation", None)
-    if scope is None or not isinstance(rows, CallerRows) or generation is None:
+    if not isinstance(rows, CallerRows) or generation is None:
         return None
     token = generation.read_local()
-    return None if token is None else (rows, token, scope)
+    if token is None:
+        return None
+    scope[GENERATION_SCOPE_KEY] = token
+    return rows, token
 
 
 def _leave_in_scope(scope: dict[str, Any], row: Any) -> None:
@@ -222,7 +224,7 @@ class AuthMiddleware(AbstractAuthenticationMiddleware):
             scope: dict[str, Any] = connection.scope  # type: ignore[assignment]
             row = await _credential(engine, _SESSION_ROW, "session", digest(cookie), now, scope)
             if row is not None:
-                _leave_in_scope(connection.scope, row)  # type: ignore[arg-type]
+                _leave_in_scope(scope, row)
                 if connection.scope.get("method", "GET") not in SAFE_METHODS:
                     sent = connection.headers.get(CSRF_HEADER, "")
                     if not hmac.compare_digest(sent.encode(), row.csrf_token.encode()):
