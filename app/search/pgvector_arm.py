@@ -75,10 +75,10 @@ def exact_statement(
     admitted: Sequence[ColumnElement[bool]],
     pool: int,
     exact_max: int = EXACT_MAX,
-) -> tuple[sa.Select[Any], sa.Select[Any], sa.CTE]:
+) -> tuple[sa.Select[Any], sa.Select[Any]]:
     """The exact ranking of the admitted memos and their HNSW ranking, each gated on
     the number of admitted memos (at most ``exact_max``, or more: one of them runs),
-    and the CTE of at most ``exact_max + 1`` admitted ids that both gates count."""
+    counted in one CTE of at most ``exact_max + 1`` admitted ids."""
     e = memo_embedding_pgvector
     dim = int(query.shape[0])
     target = _target(query)
@@ -110,7 +110,7 @@ def exact_statement(
     walked = pgvector_statement(model, query, admitted, pool).where(
         counted > sa.literal_column(str(int(exact_max)))
     )
-    return exact, walked, few
+    return exact, walked
 
 
 def pgvector_arm_statement(
@@ -124,7 +124,7 @@ def pgvector_arm_statement(
     one-row count, left-joined to the ranked rows (none: one row of NULLs). The ranking
     is exact when the caller admits at most ``exact_max`` memos, else ``pgvector_statement``
     (HNSW); the choice is made in the statement, on its own count of admitted memos."""
-    exact, walked, _ = exact_statement(model, query, admitted, pool, exact_max)
+    exact, walked = exact_statement(model, query, admitted, pool, exact_max)
     a = exact.subquery("exact")
     b = walked.subquery("walked")
     ranked = sa.union_all(
