@@ -63,6 +63,7 @@ import json
 import os
 import pathlib
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -605,7 +606,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         async with fresh_database(args.dialect, work) as db:
             report["server_version"] = db.server_version
             engine = create_engine(db.url)
-            proc, base = start_server(db.url, work / "data", args.workers, ready_s=300, env=env)
+
+            def serve(settings: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+                return start_server(db.url, work / "data", args.workers, ready_s=300, env=settings)
+
+            async def warm(base: str, token: str) -> None:
+                """Every worker has loaded the query model and answered searches."""
+                await asyncio.sleep(5)
+                await warm_searches(base, token, 4 * args.workers)
+
+            proc, base = serve(env)
             try:
                 async with httpx.AsyncClient(base_url=base, timeout=60) as http:
                     token = await _user(http, "holder", "")
@@ -622,9 +632,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 # Restarted as an instance with notes starts: every worker warms
                 # the query model and the vectors; the lease holder loads its own.
                 stop_server(proc)
-                proc, base = start_server(db.url, work / "data", args.workers, ready_s=300, env=env)
-                await asyncio.sleep(5)
-                await warm_searches(base, token, 4 * args.workers)
+                proc, base = serve(env)
+                await warm(base, token)
                 await asyncio.sleep(3)
                 holder = await lease_holder(engine)
                 idle_procs = processes(proc.pid, holder)
@@ -646,25 +655,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     # without the worker takes the backlog and is measured,
                     # then one with it measures the backlog draining.
                     stop_server(proc)
-                    held = {**env, "DAYBOOK_EMBED_WORKER": "0"}
-                    proc, base = start_server(
-                        db.url, work / "data", args.workers, ready_s=300, env=held
-                    )
+                    proc, base = serve({**env, "DAYBOOK_EMBED_WORKER": "0"})
                 t0 = time.perf_counter()
                 report["backlog_create_memos_per_s"] = round(
                     await create_memos(base, token, args.backlog, rng), 1
                 )
                 report["backlog_create_s"] = round(time.perf_counter() - t0, 1)
                 if args.held:
-                    await asyncio.sleep(5)
-                    await warm_searches(base, token, 4 * args.workers)
+                    await warm(base, token)
                     report["held"] = await phase("held", base, token, proc.pid, engine, args)
                     stop_server(proc)
-                    proc, base = start_server(
-                        db.url, work / "data", args.workers, ready_s=300, env=env
-                    )
-                    await asyncio.sleep(5)
-                    await warm_searches(base, token, 4 * args.workers)
+                    proc, base = serve(env)
+                    await warm(base, token)
                 report["backlog"] = await phase("backlog", base, token, proc.pid, engine, args)
                 if report["backlog"]["queue_depth"]["min"] == 0:
                     print("  WARNING: the queue emptied inside the window: grow --backlog")
