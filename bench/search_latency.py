@@ -93,6 +93,7 @@ import structlog
 from app.access.audience import AccessMode
 from app.access.caller import Caller, Credential
 from app.db.engine import create_engine
+from app.db.transactions import read_transaction
 from app.memos.present import present
 from app.search.embedder import Embedder, make_embedder
 from app.search.runtime import SearchRuntime, has_pgvector
@@ -256,7 +257,7 @@ async def one_search(
 ) -> tuple[int, int]:
     """One search end to end (with the page's highlights and snippets): the page's
     length and the relevant total."""
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         q = SearchQuery(caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10)
         page = await search_memos(conn, runtime, q, "bench")
         memos = await present(
@@ -268,7 +269,7 @@ async def one_search(
 async def explain_ms(engine: Any, runtime: SearchRuntime, caller: Caller, text: str) -> float:
     """The highlights-and-snippets stage of one search alone (run again on its page):
     semantic-only hits of several sentences embed them to pick the snippet."""
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         q = SearchQuery(caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10)
         page = await search_memos(conn, runtime, q, "bench")
     started = time.perf_counter()
@@ -281,7 +282,7 @@ async def lexical_search(
 ) -> None:
     """The in-run baseline: the same search, lexical arm only (no query embedding,
     no vectors), with its page presented; or another ``mode`` (``semantic``)."""
-    async with engine.connect() as conn:
+    async with read_transaction(engine) as conn:
         q = SearchQuery(
             caller=caller, access_mode=AccessMode.PRIVATE, text=text, page_size=10, mode=mode
         )

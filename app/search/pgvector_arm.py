@@ -146,13 +146,16 @@ async def pgvector_arm(
 ) -> SemanticArm:
     if query is None:
         return SemanticArm([], await queued_count(conn, admitted))
-    await conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    await conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(40, min(2 * pool, 1000))}")
-    # asyncpg prepares statements, and after five runs PostgreSQL may switch to
-    # a generic plan that cannot see the caller's selectivity: for a key that
-    # sees 1% of 1M memos it abandoned the HNSW scan (50 ms) for a 400-600 ms
-    # plan. A custom plan per search costs about a millisecond of planning.
-    await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+    # The three settings in one round trip (set_config(..., true) is SET LOCAL).
+    # plan_cache_mode: asyncpg prepares statements, and after five runs PostgreSQL
+    # may switch to a generic plan that cannot see the caller's selectivity: for a
+    # key that sees 1% of 1M memos it abandoned the HNSW scan (50 ms) for a
+    # 400-600 ms plan. A custom plan per search costs about a millisecond of planning.
+    await conn.exec_driver_sql(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        f" set_config('hnsw.ef_search', '{max(40, min(2 * pool, 1000))}', true),"
+        " set_config('plan_cache_mode', 'force_custom_plan', true)"
+    )
     rows = list(await conn.execute(pgvector_arm_statement(model, query, admitted, pool)))
     ranked = sorted(
         (r for r in rows if r.memo_id is not None), key=lambda r: (r.distance, -r.memo_id)
