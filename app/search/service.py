@@ -13,7 +13,6 @@ query, mode, filter, pool and caller (``app.api.paging``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,9 +26,7 @@ from app.access.caller import Caller
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.joins import by_key, ordered_join
 from app.db.schema import memo
-from app.db.shared_snapshot import shared_snapshot
 from app.errors import InvalidArgument
-from app.search.arm import SemanticArm
 from app.search.explain import (
     MAX_EMBEDDED_CHARS,
     MAX_EMBEDDED_SENTENCES,
@@ -175,61 +172,41 @@ async def rank_arms(
     a 40 ms search on the 2-core machine; decision 0041). Inside a request the
     read transaction is already open, so the lexical statement running first
     changes no snapshot; the semantic arm then syncs its cache to that same
-    snapshot (``semantic.semantic_arm``).
-
-    On PostgreSQL a hybrid search's semantic arm runs on a second connection
-    that adopted the request's snapshot (``app.db.shared_snapshot``, decision
-    0052), beside the lexical arm instead of after it."""
+    snapshot (``semantic.semantic_arm``)."""
     admitted = admission(q)
     embedder = await runtime.loaded_embedder()
     embedding = asyncio.ensure_future(runtime.embed_query(q.text)) if q.mode != "lexical" else None
-
-    async def semantic(on: AsyncConnection) -> SemanticArm:
-        vector = await embedding if embedding is not None else None
-        return await semantic_arm(
-            on,
-            runtime.vector_cache(embedder.name, embedder.dim),
-            embedder.name,
-            embedder.dim,
-            runtime.pgvector,
-            vector,
-            admitted,
-            q.pool,
-        )
-
     lexical: list[LexicalCandidate] = []
-    async with contextlib.AsyncExitStack() as stack:
-        sibling = None
-        if q.mode == "hybrid":
-            sibling = await stack.enter_async_context(shared_snapshot(conn))
-        beside = asyncio.ensure_future(semantic(sibling)) if sibling is not None else None
-        try:
-            if q.mode != "semantic":
-                # mode=lexical is this arm of hybrid (same tiers, same ranks), plus a
-                # last any-word tier when the arm would be empty: a keyword search
-                # should not come back empty while a word of the query matches.
-                lexical = [
-                    LexicalCandidate(
-                        h.memo_id, h.score, h.all_words, phrase_match(h.content, terms)
-                    )
-                    for h in await lexical_hits(
-                        conn, terms, admitted, q.pool, any_word=q.mode == "lexical"
-                    )
-                ]
-            arm = await beside if beside is not None else await semantic(conn)
-        finally:
-            # Nothing may still use the second connection once the stack closes it,
-            # nor compute an embedding nobody reads.
-            for task in (beside, embedding):
-                if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
-    semantic_hits = [
+    try:
+        if q.mode != "semantic":
+            # mode=lexical is this arm of hybrid (same tiers, same ranks), plus a
+            # last any-word tier when the arm would be empty: a keyword search
+            # should not come back empty while a word of the query matches.
+            lexical = [
+                LexicalCandidate(h.memo_id, h.score, h.all_words, phrase_match(h.content, terms))
+                for h in await lexical_hits(
+                    conn, terms, admitted, q.pool, any_word=q.mode == "lexical"
+                )
+            ]
+        vector = await embedding if embedding is not None else None
+    finally:
+        if embedding is not None and not embedding.done():
+            embedding.cancel()
+    arm = await semantic_arm(
+        conn,
+        runtime.vector_cache(embedder.name, embedder.dim),
+        embedder.name,
+        embedder.dim,
+        runtime.pgvector,
+        vector,
+        admitted,
+        q.pool,
+    )
+    semantic = [
         SemanticCandidate(memo_id, sim)
         for memo_id, sim in zip(arm.ranking, arm.similarity, strict=True)
     ]
-    return Arms(lexical, semantic_hits, arm.pending, q.pool)
+    return Arms(lexical, semantic, arm.pending, q.pool)
 
 
 async def explain(
