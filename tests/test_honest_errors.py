@@ -180,6 +180,84 @@ async def test_disk_full_is_507_not_500(
         assert len(listed.json()["memos"]) == len(statuses) - 1
 
 
+@pytest.fixture
+def small_tablespace_disk() -> Iterator[pathlib.Path]:
+    """A 48 MiB tmpfs for a PostgreSQL tablespace (root only; skipped elsewhere), outside
+    pytest's private temporary directory so that the server's own user can reach it."""
+    import subprocess
+
+    mount = pathlib.Path(tempfile.mkdtemp(prefix="daybook-pgsmall-"))
+    mount.chmod(0o755)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+    shutil.rmtree(mount, ignore_errors=True)
+
+
+async def test_postgresql_disk_full_is_507_then_recovers(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> None:
+    """The database's files on a tablespace whose disk fills up: every create is 200
+    until a 507 that says the disk is full (PostgreSQL's 53100), never a 500;
+    reads go on, every acknowledged memo is there, and once space is freed
+    writes succeed again without a restart."""
+    if dialect != "postgresql":
+        pytest.skip("a PostgreSQL tablespace on a small disk")
+    import os
+    import random
+    import string
+
+    import asyncpg
+
+    disk = request.getfixturevalue("small_tablespace_disk")
+    own_pg = request.getfixturevalue("own_pg")
+    place = disk / "tablespace"
+    place.mkdir()
+    shutil.chown(place, user=own_pg.system_user)
+    host = own_pg.get_uri("postgres").split("host=", 1)[1]
+    admin = await asyncpg.connect(host=host, user="postgres", database="postgres")
+    try:
+        await admin.execute(f"CREATE TABLESPACE small LOCATION '{place}'")
+        await admin.execute("CREATE DATABASE onsmall TABLESPACE small")
+    finally:
+        await admin.close()
+    url = f"postgresql://postgres@/onsmall?host={host}"
+    engine = create_engine(url)
+    await upgrade(engine)
+    await engine.dispose()
+    filler = disk / "filler"
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with filler.open("wb") as f:  # leave about 1.5 MiB for the memos
+        f.write(b"\0" * max(0, free - 1536 * 1024))
+    rng = random.Random(12)
+    settings = make_settings(url, tmp_path)
+    async with AsyncTestClient(app=create_app(settings)) as c:
+        alice = await sign_up(c, "alice")
+        statuses: list[int] = []
+        for i in range(1000):
+            body = "".join(rng.choices(string.ascii_letters + " ", k=7000))  # incompressible
+            r = await alice.post("/api/v1/memos", json={"content": f"{i} {body}"})
+            statuses.append(r.status_code)
+            if r.status_code != 200:
+                break
+        assert statuses[-1] == 507, statuses[-5:]
+        assert set(statuses[:-1]) == {200} and len(statuses) > 1
+        assert "full" in r.json()["message"]
+        listed = await alice.get("/api/v1/memos", params={"pageSize": 1000})
+        assert listed.status_code == 200
+        assert len(listed.json()["memos"]) == len(statuses) - 1
+        filler.unlink()
+        again = await alice.post("/api/v1/memos", json={"content": "after the disk was freed"})
+        assert again.status_code == 200, again.text
+        assert (await c.get("/readyz")).status_code == 200
+
+
 async def test_sqlite_locked_by_another_process_is_503(
     dialect: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
