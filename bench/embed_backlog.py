@@ -119,6 +119,44 @@ def _ppid(pid: int) -> int:
     return int(fields[1].split()[1]) if len(fields) == 2 else 0
 
 
+def _pg_kind(pid: int) -> str:
+    """What a PostgreSQL child process does, from its title ("postgres: autovacuum worker")."""
+    title = _cmd(pid).removeprefix("postgres: ").strip()
+    for kind in ("autovacuum", "checkpointer", "background writer", "walwriter"):
+        if title.startswith(kind):
+            return kind
+    return "backends" if "[local]" in title or "(" in title else "other"
+
+
+def postgres_cpu(postmaster: int) -> dict[str, float]:
+    """CPU seconds of a PostgreSQL server by kind of process: its live children by
+    their titles, and those that already exited (short-lived autovacuum workers)
+    from the postmaster's ``cutime + cstime``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = defaultdict(float)
+    fields = _read(f"/proc/{postmaster}/stat").rsplit(")", 1)
+    if len(fields) == 2:
+        stat = fields[1].split()
+        out["postmaster"] += (int(stat[11]) + int(stat[12])) / tick
+        out["exited children"] += (int(stat[13]) + int(stat[14])) / tick
+    for pid in _children(postmaster):
+        fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)
+        if len(fields) == 2:
+            stat = fields[1].split()
+            out[_pg_kind(pid)] += (int(stat[11]) + int(stat[12])) / tick
+    return dict(out)
+
+
+async def postmaster_of(engine: AsyncEngine) -> int | None:
+    """The PostgreSQL server's postmaster on this machine (the parent of a backend), or None."""
+    if engine.dialect.name != "postgresql":
+        return None
+    async with engine.connect() as conn:
+        backend = int((await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one())
+    parent = _ppid(backend)
+    return parent or None
+
+
 def processes(supervisor: int, holder: int | None) -> list[dict[str, Any]]:
     """The server's process tree with a role for each and its memory."""
     out = []
@@ -459,6 +497,8 @@ async def phase(
     depths: list[tuple[float, int]] = []
     load_start = os.getloadavg()
     threads_before = threads(proc_pid)
+    postmaster = await postmaster_of(engine)
+    pg_before = postgres_cpu(postmaster) if postmaster else {}
     server_cpu = {p: cpu_seconds(p) for p in workers}
     supervisor_cpu = cpu_seconds(proc_pid)
     client_cpu = time.process_time()
@@ -489,6 +529,12 @@ async def phase(
     if spy is not None:
         await asyncio.to_thread(spy.wait, 120)
     busiest = busiest_threads(threads_before, threads(proc_pid), roles, elapsed)
+    pg_after = postgres_cpu(postmaster) if postmaster else {}
+    postgres = {
+        k: round((v - pg_before.get(k, 0.0)) / elapsed, 3)
+        for k, v in sorted(pg_after.items())
+        if v - pg_before.get(k, 0.0) > 0
+    }
     load_end = os.getloadavg()
 
     result: dict[str, Any] = {
@@ -505,6 +551,9 @@ async def phase(
         ),
         "statuses": dict(sorted(window.statuses.items())),
         "server_cpu_cores": round(server / elapsed, 2),
+        # PostgreSQL's own processes (same machine), by kind; a child that started
+        # before the window and exited in it counts whole under "exited children".
+        "postgres_cpu_cores": postgres,
         "worker_cpu_cores": {label(p): round(c / elapsed, 2) for p, c in per_worker.items()},
         "client_cpu_cores": round(client_used / elapsed, 2),
         "load_average": {
@@ -546,6 +595,9 @@ def _print_phase(name: str, r: dict[str, Any]) -> None:
                     f"  {label:<28}{s['n']:>6}{s['per_s']:>8}{s['p50_ms']:>9}"
                     f"{s['p95_ms']:>9}{s['p99_ms']:>9}"
                 )
+    if r.get("postgres_cpu_cores"):
+        pg = r["postgres_cpu_cores"]
+        print(f"  PostgreSQL: {sum(pg.values()):.2f} cores {pg}")
     print("  busiest server threads (cores):")
     for t in r["busiest_threads"]:
         print(
