@@ -45,6 +45,13 @@ INLINE_BYTES = 256
 BASE_SECONDS = 2.0
 SECONDS_PER_MIB = 10.0
 WORKERS = max(1, min(2, os.cpu_count() or 1))
+# Parsing yields the CPU to the processes serving requests.
+NICE = 5
+# What the forkserver imports once, so that every worker forked from it
+# shares it: the parser, and pebble's worker loop (its package imports
+# asyncio). The workers' initializer is os.nice, not a function of this
+# module, which would make each worker import structlog (and rich) anew.
+PRELOAD = ["app.memos.parse", "pebble"]
 
 _pool: ProcessPool | None = None
 _lock = threading.Lock()
@@ -60,14 +67,11 @@ def _get_pool() -> ProcessPool:
     with _lock:
         if _pool is None or not _pool.active:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.memos.parse"])
-            _pool = ProcessPool(max_workers=WORKERS, context=context, initializer=_lower_priority)
+            context.set_forkserver_preload(PRELOAD)
+            _pool = ProcessPool(
+                max_workers=WORKERS, context=context, initializer=os.nice, initargs=(NICE,)
+            )
         return _pool
-
-
-def _lower_priority() -> None:
-    """In each worker: parsing yields the CPU to the processes serving requests."""
-    os.nice(5)
 
 
 def shutdown() -> None:
