@@ -1,0 +1,137 @@
+"""The Markdown pool holds no process while idle, and keeps its bound when it starts again.
+
+Decision 0052: the pool (two workers and their forkserver, about 50 MB PSS
+per server process) used to start with the app and live as long as it; now
+it starts on the first parse past ``INLINE_BYTES`` and stops, forkserver
+included, after ``IDLE_SECONDS`` without a parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pathlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from app.memos import parse_pool
+from app.memos.parse_pool import parse_memo
+
+FINE = "**fine** " + "x" * 400  # past INLINE_BYTES: parsed in a worker
+HOSTILE = "![" * 20_000  # markdown-it takes seconds on it
+
+
+def _children(pid: int) -> list[int]:
+    """Every child of ``pid``, whichever of its threads started it."""
+    out: list[int] = []
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def markdown_processes() -> list[int]:
+    """This process's forkserver and the pool workers forked from it."""
+    servers = [p for p in _children(os.getpid()) if "forkserver" in _cmdline(p)]
+    return servers + [w for s in servers for w in _children(s)]
+
+
+def idle_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "markdown-idle"]
+
+
+async def wait_until(check: Any, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.05)
+    return bool(check())
+
+
+@pytest.fixture
+def fresh_pool() -> Iterator[None]:
+    parse_pool.shutdown()
+    yield
+    parse_pool.shutdown()
+
+
+async def test_a_short_parse_starts_no_process(fresh_pool: None) -> None:
+    parsed = await parse_memo("**short**")
+    assert "<strong>short</strong>" in parsed.html
+    assert markdown_processes() == []
+
+
+async def test_the_pool_stops_when_idle_and_a_later_parse_starts_it_again(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_pool, "IDLE_SECONDS", 0.5)
+    assert markdown_processes() == []
+    parsed = await parse_memo(FINE)
+    assert not parsed.degraded and "<strong>fine</strong>" in parsed.html
+    running = markdown_processes()
+    assert len(running) == 1 + parse_pool.WORKERS, running  # the forkserver and its workers
+    assert idle_threads() == ["markdown-idle"]
+
+    assert await wait_until(lambda: markdown_processes() == [], 10), markdown_processes()
+    assert all(_cmdline(p) == "" for p in running)  # the workers exited too
+    assert await wait_until(lambda: idle_threads() == [], 5)
+
+    again = await parse_memo(FINE + "y")
+    assert not again.degraded and "<strong>fine</strong>" in again.html
+    assert len(markdown_processes()) == 1 + parse_pool.WORKERS
+
+
+async def test_a_parse_longer_than_the_idle_period_is_not_cut(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parse_pool, "IDLE_SECONDS", 0.1)
+    slow = "![" * 4093  # about half a second: well past the idle period
+    await parse_memo(FINE)  # the pool runs, idle from here
+    parsed = await parse_memo(slow, seconds=30)
+    assert not parsed.degraded
+    assert await wait_until(lambda: markdown_processes() == [], 10)
+
+
+async def test_a_hostile_parse_on_a_cold_pool_is_still_cut_off(fresh_pool: None) -> None:
+    started = time.perf_counter()
+    parsed = await parse_memo(HOSTILE, seconds=0.2)
+    took = time.perf_counter() - started
+    assert parsed.degraded
+    assert took < 3, f"{took:.2f} s"  # the cold start and the deadline, not markdown-it's seconds
+    fine = await parse_memo(FINE)  # the killed worker was replaced
+    assert not fine.degraded
+
+
+async def test_a_cold_start_does_not_stall_the_event_loop(fresh_pool: None) -> None:
+    worst = 0.0
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        nonlocal worst
+        loop = asyncio.get_running_loop()
+        while not done.is_set():
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            worst = max(worst, loop.time() - before - 0.01)
+
+    probing = asyncio.create_task(probe())
+    try:
+        parsed = await parse_memo(FINE)
+    finally:
+        done.set()
+        await probing
+    assert not parsed.degraded
+    assert worst < 0.2, f"the loop stalled {worst:.3f} s while the pool started"
