@@ -16,10 +16,11 @@ of Markdown parses in a few seconds, a hostile one is cut off.
 The pool is per process (it holds no state, only CPU). Its workers are
 forked from a forkserver that has imported the parser, so they never
 inherit the server's threads or connections. It starts on the first parse
-that needs it, in a thread (about 0.15 s: the forkserver boots and forks
-the workers), and stops, forkserver included, after :data:`IDLE_SECONDS`
-without a parse: an idle server holds no Markdown processes, which were
-about 50 MB PSS per server process (decision 0052).
+that needs it, in a thread (about 0.2 s: the forkserver boots and forks
+the workers), and stops after :data:`IDLE_SECONDS` without a parse, with
+the forkserver and, when this process started it, multiprocessing's resource
+tracker: an idle server holds no Markdown processes, which were about 50 MB
+PSS per server process (decision 0052).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import atexit
 import functools
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
+import multiprocessing.synchronize
+import multiprocessing.util
 import os
 import threading
 import time
@@ -50,8 +54,8 @@ INLINE_BYTES = 256
 BASE_SECONDS = 2.0
 SECONDS_PER_MIB = 10.0
 WORKERS = max(1, min(2, os.cpu_count() or 1))
-# A minute without a parse: the pool and its forkserver stop; the next parse
-# starts them again (about 0.15 s, once).
+# A minute without a parse: the pool and its helpers stop; the next parse
+# starts them again (about 0.2 s, once).
 IDLE_SECONDS = 60.0
 # Parsing yields the CPU to the processes serving requests.
 NICE = 5
@@ -61,13 +65,16 @@ NICE = 5
 # module, which would make each worker import structlog (and rich) anew.
 PRELOAD = ["app.memos.parse", "pebble"]
 
-# _lock guards _pool, _busy and _last_used, and is only held for moments (the
-# event loop takes it). _start_lock is held while processes start or stop,
-# never on the loop, and always taken before _lock.
+# _lock guards _pool, _generation, _busy and _last_used, and is only held
+# for moments (the event loop takes it). _start_lock is held while processes
+# start or stop, never on the loop, and always taken before _lock.
 _lock = threading.Lock()
 _changed = threading.Condition(_lock)
 _start_lock = threading.Lock()
 _pool: ProcessPool | None = None
+# Which pool runs, by number: the idle timer and the parses' callbacks hold
+# this, not the pool, so a stopped pool is freed at once (its semaphores with it).
+_generation = 0
 _busy = 0  # parses scheduled on _pool and not finished
 _last_used = 0.0  # time.monotonic() of the last finished parse
 
@@ -81,12 +88,12 @@ def _schedule(content: str, limit: float) -> Future[Parsed] | None:
     """The parse on the running pool, or None if there is none. Never blocks: safe on the loop."""
     global _busy
     with _lock:
-        pool = _pool
-        if pool is None:
+        if _pool is None:
             return None
-        future = pool.schedule(parse, args=(content,), timeout=limit)
+        future = _pool.schedule(parse, args=(content,), timeout=limit)
         _busy += 1
-    future.add_done_callback(functools.partial(_finished, pool))
+        generation = _generation
+    future.add_done_callback(functools.partial(_finished, generation))
     return future
 
 
@@ -96,7 +103,7 @@ def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
     Scheduling the first task is what starts a pebble pool: it blocks until
     the forkserver has booted and forked the workers.
     """
-    global _pool, _busy
+    global _pool, _generation, _busy
     with _start_lock:
         future = _schedule(content, limit)
         if future is not None:
@@ -113,39 +120,41 @@ def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
             raise
         with _lock:
             _pool, _busy = pool, 1
-        future.add_done_callback(functools.partial(_finished, pool))
-        threading.Thread(target=_reap, args=(pool,), name="markdown-idle", daemon=True).start()
+            _generation += 1
+            generation = _generation
+        future.add_done_callback(functools.partial(_finished, generation))
+        timer = threading.Thread(target=_idle_timer, args=(generation,), daemon=True)
+        timer.name = "markdown-idle"
+        timer.start()
         return future
 
 
-def _finished(pool: ProcessPool, _: object) -> None:
+def _finished(generation: int, _: object) -> None:
     global _busy, _last_used
     with _lock:
-        if _pool is pool:  # not a parse of a pool already stopped
+        if generation == _generation:  # not a parse of a pool already stopped
             _busy -= 1
             _last_used = time.monotonic()
 
 
-def _reap(pool: ProcessPool) -> None:
-    """The pool's idle timer: stops ``pool`` once no parse has run for IDLE_SECONDS."""
-    global _pool
-    while _wait_idle(pool):
+def _idle_timer(generation: int) -> None:
+    """Stops the pool ``generation`` once no parse has run on it for IDLE_SECONDS."""
+    while _wait_idle(generation):
         with _start_lock:
-            with _lock:
-                if _pool is not pool:
-                    return
-                if _busy or time.monotonic() - _last_used < IDLE_SECONDS:
-                    continue  # a parse came in meanwhile
-                _pool = None
-            _stop(pool)
-            log.info("markdown workers stopped", idle_seconds=IDLE_SECONDS)
-            return
+            pool = _take_if_idle(generation)
+            if pool is not None:
+                clean = _stop(pool)
+                del pool  # the last reference: its semaphores are unlinked now
+                if clean:
+                    _stop_resource_tracker()
+                log.info("markdown workers stopped", idle_seconds=IDLE_SECONDS)
+                return
 
 
-def _wait_idle(pool: ProcessPool) -> bool:
-    """True once ``pool`` has been idle for IDLE_SECONDS; False once it is no longer the pool."""
+def _wait_idle(generation: int) -> bool:
+    """True once the pool has been idle for IDLE_SECONDS; False once it is another or none."""
     with _changed:
-        while _pool is pool:
+        while generation == _generation:
             if _busy:
                 wait = IDLE_SECONDS
             else:
@@ -156,10 +165,21 @@ def _wait_idle(pool: ProcessPool) -> bool:
         return False
 
 
-def _stop(pool: ProcessPool) -> None:
-    """Stop ``pool``'s workers, then the forkserver they were forked from.
+def _take_if_idle(generation: int) -> ProcessPool | None:
+    """The pool, no longer published, if it is still ``generation`` and still idle."""
+    global _pool, _generation
+    with _lock:
+        if generation != _generation or _busy or time.monotonic() - _last_used < IDLE_SECONDS:
+            return None  # stopped meanwhile, or a parse came in
+        pool, _pool = _pool, None
+        _generation += 1
+        return pool
 
-    The forkserver holds the parser's modules (about 18 MB) and would
+
+def _stop(pool: ProcessPool) -> bool:
+    """Stop ``pool``'s workers, then the forkserver they were forked from; True if both stopped.
+
+    The forkserver holds the parser's modules (about 20 MB) and would
     otherwise outlive the pool. It exits only when every worker has (each
     holds its "alive" pipe), so it is stopped only after a clean join; the
     next pool starts a new one. ``_stop`` is CPython's (used by its tests)
@@ -170,21 +190,47 @@ def _stop(pool: ProcessPool) -> None:
         pool.join(timeout=5)
     except (RuntimeError, OSError) as exc:  # a worker pebble could not kill
         log.warning("markdown workers did not stop", error=repr(exc))
-        return
+        return False
     stop_forkserver = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
-    if stop_forkserver is not None:
-        stop_forkserver()
+    if stop_forkserver is None:
+        return False
+    stop_forkserver()
+    return True
+
+
+def _stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker (13 MB RSS) if this process started it for the pool.
+
+    The forkserver starts it, and it lives until the process exits, for the
+    named semaphores of the pool's channels. Only when this process started
+    it (``serve`` as one process; with workers it is the supervisor's,
+    shared) and no semaphore is left registered (the pool's were unlinked
+    when it was freed): otherwise the tracker would unlink live ones. The
+    next pool starts a new one. Private CPython state, read with getattr: on
+    another implementation the tracker stays, as before.
+    """
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    stop = getattr(tracker, "_stop", None)
+    registry = getattr(multiprocessing.util, "_finalizer_registry", None)
+    cleanup = getattr(multiprocessing.synchronize.SemLock, "_cleanup", None)
+    if getattr(tracker, "_pid", None) is None or stop is None or registry is None or not cleanup:
+        return
+    if any(getattr(f, "_callback", None) is cleanup for f in list(registry.values())):
+        return
+    stop()
 
 
 def shutdown() -> None:
     """Stop the workers now (at exit; after a broken pool; tests that want a fresh pool)."""
-    global _pool
+    global _pool, _generation
     with _start_lock:
         with _changed:
             pool, _pool = _pool, None
+            _generation += 1
             _changed.notify_all()  # its idle timer ends
-        if pool is not None:
-            _stop(pool)
+        if pool is not None and _stop(pool):
+            del pool
+            _stop_resource_tracker()
 
 
 atexit.register(shutdown)

@@ -1,15 +1,18 @@
 """The Markdown pool holds no process while idle, and keeps its bound when it starts again.
 
 Decision 0052: the pool (two workers and their forkserver, about 50 MB PSS
-per server process) used to start with the app and live as long as it; now
-it starts on the first parse past ``INLINE_BYTES`` and stops, forkserver
-included, after ``IDLE_SECONDS`` without a parse.
+per server process, and multiprocessing's resource tracker) used to start
+with the app and live as long as it; now it starts on the first parse past
+``INLINE_BYTES`` and stops, helpers included, after ``IDLE_SECONDS``
+without a parse.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
+import multiprocessing.resource_tracker
 import os
 import pathlib
 import threading
@@ -43,9 +46,9 @@ def _cmdline(pid: int) -> str:
 
 
 def markdown_processes() -> list[int]:
-    """This process's forkserver and the pool workers forked from it."""
-    servers = [p for p in _children(os.getpid()) if "forkserver" in _cmdline(p)]
-    return servers + [w for s in servers for w in _children(s)]
+    """This process's forkserver, the pool workers forked from it, and its resource tracker."""
+    helpers = [p for p in _children(os.getpid()) if "from multiprocessing." in _cmdline(p)]
+    return helpers + [w for h in helpers for w in _children(h)]
 
 
 def idle_threads() -> list[str]:
@@ -64,6 +67,7 @@ async def wait_until(check: Any, seconds: float) -> bool:
 @pytest.fixture
 def fresh_pool() -> Iterator[None]:
     parse_pool.shutdown()
+    parse_pool._stop_resource_tracker()  # a test before may have left one
     yield
     parse_pool.shutdown()
 
@@ -82,7 +86,7 @@ async def test_the_pool_stops_when_idle_and_a_later_parse_starts_it_again(
     parsed = await parse_memo(FINE)
     assert not parsed.degraded and "<strong>fine</strong>" in parsed.html
     running = markdown_processes()
-    assert len(running) == 1 + parse_pool.WORKERS, running  # the forkserver and its workers
+    assert len(running) == 2 + parse_pool.WORKERS, running  # tracker, forkserver, workers
     assert idle_threads() == ["markdown-idle"]
 
     assert await wait_until(lambda: markdown_processes() == [], 10), markdown_processes()
@@ -91,7 +95,7 @@ async def test_the_pool_stops_when_idle_and_a_later_parse_starts_it_again(
 
     again = await parse_memo(FINE + "y")
     assert not again.degraded and "<strong>fine</strong>" in again.html
-    assert len(markdown_processes()) == 1 + parse_pool.WORKERS
+    assert len(markdown_processes()) == 2 + parse_pool.WORKERS
 
 
 async def test_a_parse_longer_than_the_idle_period_is_not_cut(
@@ -135,3 +139,42 @@ async def test_a_cold_start_does_not_stall_the_event_loop(fresh_pool: None) -> N
         await probing
     assert not parsed.degraded
     assert worst < 0.2, f"the loop stalled {worst:.3f} s while the pool started"
+
+
+def _trackers() -> list[int]:
+    return [p for p in _children(os.getpid()) if "resource_tracker" in _cmdline(p)]
+
+
+async def test_a_tracker_with_semaphores_left_is_kept(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another named semaphore of this process: stopping the tracker would unlink it.
+    monkeypatch.setattr(parse_pool, "IDLE_SECONDS", 0.3)
+    await parse_memo(FINE)
+    lock = multiprocessing.get_context("forkserver").Lock()
+    assert _trackers()
+    assert await wait_until(lambda: markdown_processes() == _trackers(), 10)
+    await asyncio.sleep(0.3)
+    assert _trackers(), "the tracker was stopped under a live semaphore"
+    with lock:  # still usable
+        pass
+    del lock
+    parse_pool._stop_resource_tracker()  # as the next idle stop would
+    assert _trackers() == []
+
+
+async def test_a_tracker_this_process_did_not_start_is_kept(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # serve --workers N: the tracker is the supervisor's, shared by the workers.
+    monkeypatch.setattr(parse_pool, "IDLE_SECONDS", 0.3)
+    await parse_memo(FINE)
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    pid = tracker._pid  # type: ignore[attr-defined]
+    monkeypatch.setattr(tracker, "_pid", None)
+    assert await wait_until(lambda: markdown_processes() == _trackers(), 10)
+    await asyncio.sleep(0.3)
+    assert _trackers()
+    monkeypatch.setattr(tracker, "_pid", pid)
+    parse_pool._stop_resource_tracker()
+    assert _trackers() == []
