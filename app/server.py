@@ -58,7 +58,6 @@ from app.mcp.server import McpEndpoint
 from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
-from app.memos.parse_pool import warm_pool
 from app.memos.revert_routes import MemoRevertController
 from app.memos.routes import MemoController
 from app.memos.tag_routes import TagController
@@ -271,7 +270,6 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[
-            warm_pool,
             database,
             trash_retention,
             statistics_lifespan(),

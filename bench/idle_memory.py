@@ -13,6 +13,10 @@ on fresh connections so that every worker has loaded the query model and
 the vectors and parsed a long memo (its Markdown pool started), a settle
 pause, and RSS and PSS per process with the largest mappings.
 
+The Markdown pool stops after ``parse_pool.IDLE_SECONDS`` (60) without a
+parse (decision 0052): ``--settle 5`` (the default) measures a server just
+used, ``--settle 70`` one left idle.
+
 Target (issue 15): idle RSS under 300 MB in all with the model loaded.
 """
 

@@ -72,10 +72,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def _children(pid: int) -> list[int]:
+    """Descendants of ``pid``, whichever of its threads started them.
+
+    ``/proc/<pid>/task/<tid>/children`` lists only the children that thread
+    started: the Markdown pool's forkserver is started from a worker thread.
+    """
+    out: list[str] = []
     try:
-        out = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        tasks = list(pathlib.Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return []
+    for task in tasks:
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            out += (task / "children").read_text().split()
     kids = [int(x) for x in out]
     return kids + [g for k in kids for g in _children(k)]
 

@@ -13,21 +13,30 @@ saves, with text-only properties and HTML, and a warning is logged.
 The deadline grows with the content (:func:`deadline`): a genuine mebibyte
 of Markdown parses in a few seconds, a hostile one is cut off.
 
-The pool is per process (it holds no state, only CPU) and starts on first
-use; its workers are forked from a forkserver that has imported the parser,
-so they never inherit the server's threads or connections.
+The pool is per process (it holds no state, only CPU). Its workers are
+forked from a forkserver that has imported the parser, so they never
+inherit the server's threads or connections. It starts on the first parse
+that needs it, in a thread (about 0.2 s: the forkserver boots and forks
+the workers), and stops after :data:`IDLE_SECONDS` without a parse, with
+the forkserver and, when this process started it, multiprocessing's resource
+tracker: an idle server holds no Markdown processes, which were about 50 MB
+PSS per server process (decision 0052).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
+import functools
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
+import multiprocessing.synchronize
+import multiprocessing.util
 import os
 import threading
-from collections.abc import AsyncIterator
-from concurrent.futures import TimeoutError
+import time
+from concurrent.futures import Future, TimeoutError
 from concurrent.futures.process import BrokenProcessPool
 
 import structlog
@@ -35,7 +44,7 @@ from pebble import ProcessExpired, ProcessPool
 
 from app.memos.parse import Parsed, parse, plain
 
-__all__ = ["INLINE_BYTES", "deadline", "parse_memo", "shutdown", "warm_pool"]
+__all__ = ["IDLE_SECONDS", "INLINE_BYTES", "deadline", "parse_memo", "shutdown"]
 
 log = structlog.get_logger("daybook.markdown")
 
@@ -45,9 +54,29 @@ INLINE_BYTES = 256
 BASE_SECONDS = 2.0
 SECONDS_PER_MIB = 10.0
 WORKERS = max(1, min(2, os.cpu_count() or 1))
+# A minute without a parse: the pool and its helpers stop; the next parse
+# starts them again (about 0.2 s, once).
+IDLE_SECONDS = 60.0
+# Parsing yields the CPU to the processes serving requests.
+NICE = 5
+# What the forkserver imports once, so that every worker forked from it
+# shares it: the parser, and pebble's worker loop (its package imports
+# asyncio). The workers' initializer is os.nice, not a function of this
+# module, which would make each worker import structlog (and rich) anew.
+PRELOAD = ["app.memos.parse", "pebble"]
 
-_pool: ProcessPool | None = None
+# _lock guards _pool, _generation, _busy and _last_used, and is only held
+# for moments (the event loop takes it). _start_lock is held while processes
+# start or stop, never on the loop, and always taken before _lock.
 _lock = threading.Lock()
+_changed = threading.Condition(_lock)
+_start_lock = threading.Lock()
+_pool: ProcessPool | None = None
+# Which pool runs, by number: the idle timer and the parses' callbacks hold
+# this, not the pool, so a stopped pool is freed at once (its semaphores with it).
+_generation = 0
+_busy = 0  # parses scheduled on _pool and not finished
+_last_used = 0.0  # time.monotonic() of the last finished parse
 
 
 def deadline(size: int) -> float:
@@ -55,50 +84,156 @@ def deadline(size: int) -> float:
     return BASE_SECONDS + SECONDS_PER_MIB * size / (1024 * 1024)
 
 
-def _get_pool() -> ProcessPool:
-    global _pool
+def _schedule(content: str, limit: float) -> Future[Parsed] | None:
+    """The parse on the running pool, or None if there is none. Never blocks: safe on the loop."""
+    global _busy
     with _lock:
-        if _pool is None or not _pool.active:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.memos.parse"])
-            _pool = ProcessPool(max_workers=WORKERS, context=context, initializer=_lower_priority)
-        return _pool
+        if _pool is None:
+            return None
+        future = _pool.schedule(parse, args=(content,), timeout=limit)
+        _busy += 1
+        generation = _generation
+    future.add_done_callback(functools.partial(_finished, generation))
+    return future
 
 
-def _lower_priority() -> None:
-    """In each worker: parsing yields the CPU to the processes serving requests."""
-    os.nice(5)
+def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
+    """Off the loop: start the pool if none runs (another caller may have), then schedule.
+
+    Scheduling the first task is what starts a pebble pool: it blocks until
+    the forkserver has booted and forked the workers.
+    """
+    global _pool, _generation, _busy
+    with _start_lock:
+        future = _schedule(content, limit)
+        if future is not None:
+            return future
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        pool = ProcessPool(
+            max_workers=WORKERS, context=context, initializer=os.nice, initargs=(NICE,)
+        )
+        try:
+            future = pool.schedule(parse, args=(content,), timeout=limit)
+        except BaseException:
+            _stop(pool)
+            raise
+        with _lock:
+            _pool, _busy = pool, 1
+            _generation += 1
+            generation = _generation
+        future.add_done_callback(functools.partial(_finished, generation))
+        timer = threading.Thread(target=_idle_timer, args=(generation,), daemon=True)
+        timer.name = "markdown-idle"
+        timer.start()
+        return future
+
+
+def _finished(generation: int, _: object) -> None:
+    global _busy, _last_used
+    with _lock:
+        if generation == _generation:  # not a parse of a pool already stopped
+            _busy -= 1
+            _last_used = time.monotonic()
+
+
+def _idle_timer(generation: int) -> None:
+    """Stops the pool ``generation`` once no parse has run on it for IDLE_SECONDS."""
+    while _wait_idle(generation):
+        with _start_lock:
+            pool = _take_if_idle(generation)
+            if pool is not None:
+                clean = _stop(pool)
+                del pool  # the last reference: its semaphores are unlinked now
+                if clean:
+                    _stop_resource_tracker()
+                log.info("markdown workers stopped", idle_seconds=IDLE_SECONDS)
+                return
+
+
+def _wait_idle(generation: int) -> bool:
+    """True once the pool has been idle for IDLE_SECONDS; False once it is another or none."""
+    with _changed:
+        while generation == _generation:
+            if _busy:
+                wait = IDLE_SECONDS
+            else:
+                wait = _last_used + IDLE_SECONDS - time.monotonic()
+                if wait <= 0:
+                    return True
+            _changed.wait(wait)
+        return False
+
+
+def _take_if_idle(generation: int) -> ProcessPool | None:
+    """The pool, no longer published, if it is still ``generation`` and still idle."""
+    global _pool, _generation
+    with _lock:
+        if generation != _generation or _busy or time.monotonic() - _last_used < IDLE_SECONDS:
+            return None  # stopped meanwhile, or a parse came in
+        pool, _pool = _pool, None
+        _generation += 1
+        return pool
+
+
+def _stop(pool: ProcessPool) -> bool:
+    """Stop ``pool``'s workers, then the forkserver they were forked from; True if both stopped.
+
+    The forkserver holds the parser's modules (about 20 MB) and would
+    otherwise outlive the pool. It exits only when every worker has (each
+    holds its "alive" pipe), so it is stopped only after a clean join; the
+    next pool starts a new one. ``_stop`` is CPython's (used by its tests)
+    and absent elsewhere: then the forkserver stays, as before.
+    """
+    pool.stop()  # type: ignore[no-untyped-call]
+    try:
+        pool.join(timeout=5)
+    except (RuntimeError, OSError) as exc:  # a worker pebble could not kill
+        log.warning("markdown workers did not stop", error=repr(exc))
+        return False
+    stop_forkserver = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
+    if stop_forkserver is None:
+        return False
+    stop_forkserver()
+    return True
+
+
+def _stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker (13 MB RSS) if this process started it for the pool.
+
+    The forkserver starts it, and it lives until the process exits, for the
+    named semaphores of the pool's channels. Only when this process started
+    it (``serve`` as one process; with workers it is the supervisor's,
+    shared) and no semaphore is left registered (the pool's were unlinked
+    when it was freed): otherwise the tracker would unlink live ones. The
+    next pool starts a new one. Private CPython state, read with getattr: on
+    another implementation the tracker stays, as before.
+    """
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    stop = getattr(tracker, "_stop", None)
+    registry = getattr(multiprocessing.util, "_finalizer_registry", None)
+    cleanup = getattr(multiprocessing.synchronize.SemLock, "_cleanup", None)
+    if getattr(tracker, "_pid", None) is None or stop is None or registry is None or not cleanup:
+        return
+    if any(getattr(f, "_callback", None) is cleanup for f in list(registry.values())):
+        return
+    stop()
 
 
 def shutdown() -> None:
-    """Stop the workers (at exit; tests that want a fresh pool)."""
-    global _pool
-    with _lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.stop()  # type: ignore[no-untyped-call]
-        pool.join(timeout=5)
+    """Stop the workers now (at exit; after a broken pool; tests that want a fresh pool)."""
+    global _pool, _generation
+    with _start_lock:
+        with _changed:
+            pool, _pool = _pool, None
+            _generation += 1
+            _changed.notify_all()  # its idle timer ends
+        if pool is not None and _stop(pool):
+            del pool
+            _stop_resource_tracker()
 
 
 atexit.register(shutdown)
-
-
-@contextlib.asynccontextmanager
-async def warm_pool(_: object = None) -> AsyncIterator[None]:
-    """A lifespan that starts the workers before the first request.
-
-    Starting the forkserver forks this process, which holds the interpreter
-    for as long as copying a large process takes (a third of a second was
-    seen on a loaded machine): better at start-up than in a request. A pool
-    that cannot start does not stop the app: writes then store plain text.
-    """
-    try:
-        pool = await asyncio.to_thread(_get_pool)
-        await asyncio.wrap_future(pool.schedule(parse, args=("warm",)))
-    except (BrokenProcessPool, ProcessExpired, RuntimeError, OSError) as exc:
-        log.error("markdown workers could not start", error=repr(exc))
-        await asyncio.to_thread(shutdown)
-    yield
 
 
 async def parse_memo(content: str, *, seconds: float | None = None) -> Parsed:
@@ -108,10 +243,10 @@ async def parse_memo(content: str, *, seconds: float | None = None) -> Parsed:
         return parse(content)
     limit = deadline(size) if seconds is None else seconds
     try:
-        pool = _pool if _pool is not None and _pool.active else None
-        if pool is None:  # starting the forkserver and the workers blocks: not on the loop
-            pool = await asyncio.to_thread(_get_pool)
-        return await asyncio.wrap_future(pool.schedule(parse, args=(content,), timeout=limit))
+        future = _schedule(content, limit)
+        if future is None:  # starting the forkserver and the workers blocks: not on the loop
+            future = await asyncio.to_thread(_start_and_schedule, content, limit)
+        return await asyncio.wrap_future(future)
     except TimeoutError:
         log.warning("markdown parse timed out: stored as plain text", bytes=size, seconds=limit)
     except ProcessExpired as exc:  # the worker died (out of memory, a signal)
