@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
+import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import multiprocessing.resource_tracker
@@ -36,7 +36,7 @@ import multiprocessing.util
 import os
 import threading
 import time
-from concurrent.futures import Future, TimeoutError
+from concurrent.futures import Future, InvalidStateError, TimeoutError
 from concurrent.futures.process import BrokenProcessPool
 
 import structlog
@@ -65,17 +65,20 @@ NICE = 5
 # module, which would make each worker import structlog (and rich) anew.
 PRELOAD = ["app.memos.parse", "pebble"]
 
-# _lock guards _pool, _generation, _busy and _last_used, and is only held
+# _lock guards _pool, _generation, _running and _last_used, and is only held
 # for moments (the event loop takes it). _start_lock is held while processes
 # start or stop, never on the loop, and always taken before _lock.
 _lock = threading.Lock()
 _changed = threading.Condition(_lock)
 _start_lock = threading.Lock()
 _pool: ProcessPool | None = None
-# Which pool runs, by number: the idle timer and the parses' callbacks hold
-# this, not the pool, so a stopped pool is freed at once (its semaphores with it).
+# Which pool runs, by number: the idle timer holds this, not the pool (nor
+# do the parses' callbacks), so a stopped pool is freed at once (its
+# semaphores with it).
 _generation = 0
-_busy = 0  # parses scheduled on _pool and not finished
+# The parses scheduled on _pool and not finished: a pool that is stopped
+# under them fails them (pebble would never complete them).
+_running: set[Future[Parsed]] = set()
 _last_used = 0.0  # time.monotonic() of the last finished parse
 
 
@@ -86,14 +89,12 @@ def deadline(size: int) -> float:
 
 def _schedule(content: str, limit: float) -> Future[Parsed] | None:
     """The parse on the running pool, or None if there is none. Never blocks: safe on the loop."""
-    global _busy
     with _lock:
         if _pool is None:
             return None
         future = _pool.schedule(parse, args=(content,), timeout=limit)
-        _busy += 1
-        generation = _generation
-    future.add_done_callback(functools.partial(_finished, generation))
+        _running.add(future)
+    future.add_done_callback(_finished)
     return future
 
 
@@ -103,7 +104,7 @@ def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
     Scheduling the first task is what starts a pebble pool: it blocks until
     the forkserver has booted and forked the workers.
     """
-    global _pool, _generation, _busy
+    global _pool, _generation, _running
     with _start_lock:
         future = _schedule(content, limit)
         if future is not None:
@@ -119,21 +120,21 @@ def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
             _stop(pool)
             raise
         with _lock:
-            _pool, _busy = pool, 1
+            _pool, _running = pool, {future}
             _generation += 1
             generation = _generation
-        future.add_done_callback(functools.partial(_finished, generation))
+        future.add_done_callback(_finished)
         timer = threading.Thread(target=_idle_timer, args=(generation,), daemon=True)
         timer.name = "markdown-idle"
         timer.start()
         return future
 
 
-def _finished(generation: int, _: object) -> None:
-    global _busy, _last_used
+def _finished(future: Future[Parsed]) -> None:
+    global _last_used
     with _lock:
-        if generation == _generation:  # not a parse of a pool already stopped
-            _busy -= 1
+        if future in _running:  # not a parse of a pool already stopped
+            _running.discard(future)
             _last_used = time.monotonic()
 
 
@@ -155,7 +156,7 @@ def _wait_idle(generation: int) -> bool:
     """True once the pool has been idle for IDLE_SECONDS; False once it is another or none."""
     with _changed:
         while generation == _generation:
-            if _busy:
+            if _running:
                 wait = IDLE_SECONDS
             else:
                 wait = _last_used + IDLE_SECONDS - time.monotonic()
@@ -169,7 +170,7 @@ def _take_if_idle(generation: int) -> ProcessPool | None:
     """The pool, no longer published, if it is still ``generation`` and still idle."""
     global _pool, _generation
     with _lock:
-        if generation != _generation or _busy or time.monotonic() - _last_used < IDLE_SECONDS:
+        if generation != _generation or _running or time.monotonic() - _last_used < IDLE_SECONDS:
             return None  # stopped meanwhile, or a parse came in
         pool, _pool = _pool, None
         _generation += 1
@@ -220,17 +221,47 @@ def _stop_resource_tracker() -> None:
     stop()
 
 
+def _retire(*, broken_only: bool) -> None:
+    """Under _start_lock: unpublish the pool (``broken_only``: if broken), stop it, fail its parses.
+
+    pebble never completes the futures of a pool stopped under them: each
+    parse still waiting gets BrokenProcessPool, so its write stores plain
+    text instead of waiting forever.
+    """
+    global _pool, _generation, _running
+    with _changed:
+        pool = _pool
+        if pool is None or (broken_only and pool.active):
+            return
+        running, _running = _running, set()
+        _pool = None
+        _generation += 1
+        _changed.notify_all()  # its idle timer ends
+    try:
+        clean = _stop(pool)
+    finally:
+        for future in running:
+            with contextlib.suppress(InvalidStateError):  # completed or cancelled meanwhile
+                future.set_exception(BrokenProcessPool("markdown workers stopped"))
+    del pool
+    if clean:
+        _stop_resource_tracker()
+
+
 def shutdown() -> None:
-    """Stop the workers now (at exit; after a broken pool; tests that want a fresh pool)."""
-    global _pool, _generation
+    """Stop the workers now (at exit; tests that want a fresh pool)."""
     with _start_lock:
-        with _changed:
-            pool, _pool = _pool, None
-            _generation += 1
-            _changed.notify_all()  # its idle timer ends
-        if pool is not None and _stop(pool):
-            del pool
-            _stop_resource_tracker()
+        _retire(broken_only=False)
+
+
+def _discard_broken() -> None:
+    """After a parse failed for want of workers: stop the pool if it is broken.
+
+    Only then: by now the pool may be a new one, started by another write
+    and parsing (stopping it would fail that write).
+    """
+    with _start_lock:
+        _retire(broken_only=True)
 
 
 atexit.register(shutdown)
@@ -253,5 +284,5 @@ async def parse_memo(content: str, *, seconds: float | None = None) -> Parsed:
         log.warning("markdown worker died: stored as plain text", bytes=size, error=str(exc))
     except (BrokenProcessPool, RuntimeError, OSError) as exc:  # no usable pool: start anew
         log.error("markdown workers unavailable: stored as plain text", error=repr(exc))
-        await asyncio.to_thread(shutdown)
+        await asyncio.to_thread(_discard_broken)
     return await asyncio.to_thread(plain, content)

@@ -10,7 +10,9 @@ without a parse.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import errno
 import multiprocessing
 import multiprocessing.resource_tracker
 import os
@@ -20,6 +22,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import pebble
 import pytest
 
 from app.memos import parse_pool
@@ -178,3 +181,48 @@ async def test_a_tracker_this_process_did_not_start_is_kept(
     monkeypatch.setattr(tracker, "_pid", pid)
     parse_pool._stop_resource_tracker()
     assert _trackers() == []
+
+
+async def test_a_parse_in_flight_when_the_pool_stops_still_answers(fresh_pool: None) -> None:
+    # shutdown() under a parse (at exit, or another request's error path):
+    # pebble never completes the futures of a stopped pool.
+    await parse_memo(FINE)  # the pool runs
+    slow = asyncio.create_task(parse_memo("![" * 20_000, seconds=30))
+    await asyncio.sleep(0.3)  # scheduled, and taken by a worker
+    await asyncio.to_thread(parse_pool.shutdown)
+    parsed = await asyncio.wait_for(slow, 10)
+    assert parsed.degraded
+
+
+async def test_a_failed_start_does_not_stop_the_pool_started_after_it(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two writes find no pool. The first start fails (here EMFILE); the second
+    # starts a pool and parses on it. The first write's error handling runs
+    # after that (the threads are queued in this order: one thread makes it
+    # deterministic): it must not stop the second write's pool under it.
+    one = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    async def to_thread(func: Any, /, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(one, func, *args)
+
+    real = pebble.ProcessPool
+    starts: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        starts.append(1)
+        if len(starts) == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parse_pool, "ProcessPool", flaky)
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    try:
+        first = asyncio.create_task(parse_memo(FINE))
+        second = asyncio.create_task(parse_memo("![" * 6000, seconds=30))  # about a second
+        assert (await first).degraded
+        parsed = await asyncio.wait_for(second, 15)
+        assert not parsed.degraded
+        assert len(starts) == 2
+    finally:
+        one.shutdown(wait=False, cancel_futures=True)
