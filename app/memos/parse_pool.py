@@ -88,9 +88,11 @@ def deadline(size: int) -> float:
 
 
 def _schedule(content: str, limit: float) -> Future[Parsed] | None:
-    """The parse on the running pool, or None if there is none. Never blocks: safe on the loop."""
+    """The parse on the running pool, or None if there is none or it is broken. Never blocks."""
     with _lock:
-        if _pool is None:
+        # A broken pebble pool (a worker died while idle: "All workers
+        # expired") takes no task: the caller starts a new one instead.
+        if _pool is None or not _pool.active:
             return None
         future = _pool.schedule(parse, args=(content,), timeout=limit)
         _running.add(future)
@@ -109,6 +111,7 @@ def _start_and_schedule(content: str, limit: float) -> Future[Parsed]:
         future = _schedule(content, limit)
         if future is not None:
             return future
+        _retire(broken_only=False)  # a broken pool, if any: none else runs
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
         pool = ProcessPool(

@@ -17,6 +17,7 @@ import multiprocessing
 import multiprocessing.resource_tracker
 import os
 import pathlib
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -183,6 +184,12 @@ async def test_a_tracker_this_process_did_not_start_is_kept(
     assert _trackers() == []
 
 
+def _workers() -> list[int]:
+    """The pool's worker processes: the forkserver's children."""
+    servers = [p for p in _children(os.getpid()) if "forkserver" in _cmdline(p)]
+    return [w for s in servers for w in _children(s)]
+
+
 async def test_a_parse_in_flight_when_the_pool_stops_still_answers(fresh_pool: None) -> None:
     # shutdown() under a parse (at exit, or another request's error path):
     # pebble never completes the futures of a stopped pool.
@@ -226,3 +233,16 @@ async def test_a_failed_start_does_not_stop_the_pool_started_after_it(
         assert len(starts) == 2
     finally:
         one.shutdown(wait=False, cancel_futures=True)
+
+
+async def test_a_pool_broken_while_idle_is_replaced_without_a_plain_text_write(
+    fresh_pool: None,
+) -> None:
+    # A worker killed while idle (the OOM killer) breaks a pebble pool ("All
+    # workers expired"); the next write starts a new pool, as before decision
+    # 0052, rather than storing plain text.
+    await parse_memo(FINE)
+    os.kill(_workers()[0], signal.SIGKILL)
+    assert await wait_until(lambda: parse_pool._pool is not None and not parse_pool._pool.active, 5)
+    parsed = await parse_memo(FINE + "z")
+    assert not parsed.degraded and "<strong>fine</strong>" in parsed.html
