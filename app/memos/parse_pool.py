@@ -59,6 +59,11 @@ WORKERS = max(1, min(2, os.cpu_count() or 1))
 IDLE_SECONDS = 60.0
 # Parsing yields the CPU to the processes serving requests.
 NICE = 5
+# A parse waits at most its deadline plus this for its answer: the deadline
+# counts from when a worker takes the task, and pebble answers nothing for a
+# task handed out as its pool broke. Past it the memo is stored as plain text,
+# as for a timeout, and the request never hangs.
+ANSWER_GRACE_SECONDS = 10.0
 # What the forkserver imports once, so that every worker forked from it
 # shares it: the parser, and pebble's worker loop (its package imports
 # asyncio). The workers' initializer is os.nice, not a function of this
@@ -280,8 +285,8 @@ async def parse_memo(content: str, *, seconds: float | None = None) -> Parsed:
         future = _schedule(content, limit)
         if future is None:  # starting the forkserver and the workers blocks: not on the loop
             future = await asyncio.to_thread(_start_and_schedule, content, limit)
-        return await asyncio.wrap_future(future)
-    except TimeoutError:
+        return await asyncio.wait_for(asyncio.wrap_future(future), limit + ANSWER_GRACE_SECONDS)
+    except TimeoutError:  # the deadline (pebble), or no answer in time (wait_for): one class
         log.warning("markdown parse timed out: stored as plain text", bytes=size, seconds=limit)
     except ProcessExpired as exc:  # the worker died (out of memory, a signal)
         log.warning("markdown worker died: stored as plain text", bytes=size, error=str(exc))

@@ -246,3 +246,18 @@ async def test_a_pool_broken_while_idle_is_replaced_without_a_plain_text_write(
     assert await wait_until(lambda: parse_pool._pool is not None and not parse_pool._pool.active, 5)
     parsed = await parse_memo(FINE + "z")
     assert not parsed.degraded and "<strong>fine</strong>" in parsed.html
+
+
+async def test_a_parse_whose_answer_never_comes_is_stored_as_plain_text(
+    fresh_pool: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pebble answers nothing for a task handed out as its pool breaks: the write
+    still ends, within the deadline plus ANSWER_GRACE_SECONDS, as plain text."""
+    never: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    monkeypatch.setattr(parse_pool, "_schedule", lambda content, limit: never)
+    monkeypatch.setattr(parse_pool, "ANSWER_GRACE_SECONDS", 0.2)
+    started = time.monotonic()
+    parsed = await asyncio.wait_for(parse_memo(FINE, seconds=0.3), 5)
+    assert parsed.degraded
+    assert time.monotonic() - started < 2
+    assert never.cancelled()
