@@ -33,10 +33,16 @@ from app.search.tables import HalfVec, memo_embedding_pgvector
 from app.search.vectors import pgvector_text
 
 
-def _target(query: Vectors) -> sa.Cast[Any]:
-    """The query vector: one bound parameter, however often the statement uses it."""
+def _distance(query: Vectors) -> ColumnElement[float]:
+    """A stored vector's cosine distance to the query. The query is one bound
+    parameter, however often the statement uses it; for an indexed dimension the
+    stored vector is cast as the HNSW index's expression is, so the index serves it."""
+    dim = int(query.shape[0])
     text = sa.bindparam("query_vector", pgvector_text(query), type_=sa.Text)
-    return sa.cast(sa.cast(text, sa.Text), HalfVec(int(query.shape[0])))
+    target = sa.cast(sa.cast(text, sa.Text), HalfVec(dim))
+    e = memo_embedding_pgvector
+    column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
+    return column.op("<=>", return_type=sa.Float)(target)
 
 
 def pgvector_statement(
@@ -46,9 +52,7 @@ def pgvector_statement(
     the planner can match the partial HNSW index (``WHERE dim = 384``) in generic plans."""
     e = memo_embedding_pgvector
     dim = int(query.shape[0])
-    target = _target(query)
-    column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
-    distance = column.op("<=>", return_type=sa.Float)(target)
+    distance = _distance(query)
     return (
         sa.select(e.c.memo_id, distance.label("distance"))
         .select_from(e.join(memo, memo.c.id == e.c.memo_id))
@@ -81,8 +85,6 @@ def exact_statement(
     counted in one CTE of at most ``exact_max + 1`` admitted ids."""
     e = memo_embedding_pgvector
     dim = int(query.shape[0])
-    target = _target(query)
-    column = sa.cast(e.c.embedding, HalfVec(dim)) if dim in HNSW_DIMS else e.c.embedding
     few = (
         sa.select(memo.c.id)
         .where(*admitted)
@@ -95,7 +97,7 @@ def exact_statement(
     # from being flattened into a join the planner could drive from memo_embedding
     # (it did, with stale statistics: every vector of the model, 76 ms at 20k).
     one = (
-        sa.select(column.op("<=>", return_type=sa.Float)(target).label("distance"))
+        sa.select(_distance(query).label("distance"))
         .where(e.c.memo_id == few.c.id, e.c.model == model, e.c.dim == sa.literal_column(str(dim)))
         .offset(sa.literal_column("0"))
         .lateral("one")
