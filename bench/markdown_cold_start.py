@@ -34,6 +34,7 @@ async def rounds(settings: Settings, n: int) -> dict[str, list[float]]:
     from app.memos import parse_pool
     from app.server import create_app
     from bench.markdown_loop import ORDINARY, _lifespan
+    from tests.support import LagProbe
 
     app = create_app(settings)
     task, inbox = await _lifespan(app)
@@ -49,17 +50,8 @@ async def rounds(settings: Settings, n: int) -> dict[str, list[float]]:
         for i in range(n):
             await asyncio.to_thread(parse_pool.shutdown)  # as the idle timer does
             await asyncio.sleep(0.5)
-            worst, done = 0.0, asyncio.Event()
-
-            async def probe(done: asyncio.Event) -> None:
-                nonlocal worst
-                loop = asyncio.get_running_loop()
-                while not done.is_set():
-                    before = loop.time()
-                    await asyncio.sleep(0.01)
-                    worst = max(worst, loop.time() - before - 0.01)
-
-            probing = asyncio.create_task(probe(done))
+            probe = LagProbe()
+            probing = asyncio.create_task(probe.run())
             for kind in ("cold", "warm"):
                 body: dict[str, Any] = {"content": ORDINARY + f"{kind} {i}"}
                 t0 = time.perf_counter()
@@ -67,9 +59,9 @@ async def rounds(settings: Settings, n: int) -> dict[str, list[float]]:
                 out[kind].append((time.perf_counter() - t0) * 1000)
                 assert r.status_code == 200, r.text[:200]
                 if kind == "cold":
-                    done.set()
+                    probe.stop()
                     await probing
-                    out["lag"].append(worst * 1000)
+                    out["lag"].append(probe.worst * 1000)
     await inbox.put({"type": "lifespan.shutdown"})
     await task
     return out

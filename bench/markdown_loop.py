@@ -35,6 +35,7 @@ from app.settings import Settings
 from bench.databases import fresh_database
 from bench.harness import add_options
 from bench.timing import Stats, step
+from tests.support import LagProbe
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "markdown_loop.json"
 HOSTILE = "![" * 4093
@@ -71,15 +72,7 @@ async def run_mode(mode: str, settings: Settings, hostile: int, memos: int) -> d
         # this module, hence the whole app, again: started before the clock.
         await parse_pool.parse_memo(ORDINARY)
 
-        worst, healthz, done = 0.0, [], asyncio.Event()
-
-        async def probe() -> None:
-            nonlocal worst
-            loop = asyncio.get_running_loop()
-            while not done.is_set():
-                before = loop.time()
-                await asyncio.sleep(0.01)
-                worst = max(worst, loop.time() - before - 0.01)
+        probe, healthz, done = LagProbe(), [], asyncio.Event()
 
         async def poll() -> None:
             while not done.is_set():
@@ -89,12 +82,13 @@ async def run_mode(mode: str, settings: Settings, hostile: int, memos: int) -> d
                 await asyncio.sleep(0.02)
 
         step(f"{mode}: a batch of {hostile} hostile memos")
-        tasks = [asyncio.create_task(probe()), asyncio.create_task(poll())]
+        tasks = [asyncio.create_task(probe.run()), asyncio.create_task(poll())]
         t0 = time.perf_counter()
         body = {"memos": [{"content": HOSTILE + f"#{i}"} for i in range(hostile)]}
         r = await http.post("/api/v1/memos:batchCreate", json=body, headers=auth)
         batch_s = time.perf_counter() - t0
         done.set()
+        probe.stop()
         await asyncio.gather(*tasks)
         assert r.status_code == 200, r.text[:200]
 
@@ -125,7 +119,7 @@ async def run_mode(mode: str, settings: Settings, hostile: int, memos: int) -> d
     return {
         "mode": mode,
         "hostile_batch_s": round(batch_s, 2),
-        "loop_worst_lag_ms": round(worst * 1000, 1),
+        "loop_worst_lag_ms": round(probe.worst * 1000, 1),
         "healthz_max_ms": round(max(healthz) * 1000, 1) if healthz else None,
         "healthz_answered": len(healthz),
         "create": create_stats.as_dict(),

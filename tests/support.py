@@ -190,3 +190,21 @@ async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         await inbox.put({"type": "lifespan.shutdown"})
         await outbox.get()
         await lifespan
+
+
+class LagProbe:
+    """The event loop's worst lateness: a task asks to wake every 10 ms."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._stop = asyncio.Event()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stop.is_set():
+            before = loop.time()
+            await asyncio.sleep(0.01)
+            self.worst = max(self.worst, loop.time() - before - 0.01)
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -20,30 +20,12 @@ from app.db.engine import create_engine
 from app.db.schema import memo_html
 from app.settings import Settings
 from tests.conftest import Actor
-from tests.support import serving
+from tests.support import LagProbe, serving
 
 HOSTILE = "![" * 4093  # 8,186 bytes: within the default content limit with a tag
 LAG_BOUND = (
     1.0  # seconds; the loop stalled 4.5 s on a quiet machine before (generous: CI is loaded)
 )
-
-
-class LagProbe:
-    """The event loop's worst lateness: a task asks to wake every 10 ms."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._stop = asyncio.Event()
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self._stop.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.01)
-            self.worst = max(self.worst, loop.time() - before - 0.01)
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 async def test_healthz_stays_responsive_during_a_hostile_batch(settings: Settings) -> None:

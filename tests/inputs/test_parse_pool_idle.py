@@ -28,6 +28,7 @@ import pytest
 
 from app.memos import parse_pool
 from app.memos.parse_pool import parse_memo
+from tests.support import LagProbe
 
 FINE = "**fine** " + "x" * 400  # past INLINE_BYTES: parsed in a worker
 HOSTILE = "![" * 20_000  # markdown-it takes seconds on it
@@ -124,25 +125,15 @@ async def test_a_hostile_parse_on_a_cold_pool_is_still_cut_off(fresh_pool: None)
 
 
 async def test_a_cold_start_does_not_stall_the_event_loop(fresh_pool: None) -> None:
-    worst = 0.0
-    done = asyncio.Event()
-
-    async def probe() -> None:
-        nonlocal worst
-        loop = asyncio.get_running_loop()
-        while not done.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.01)
-            worst = max(worst, loop.time() - before - 0.01)
-
-    probing = asyncio.create_task(probe())
+    probe = LagProbe()
+    probing = asyncio.create_task(probe.run())
     try:
         parsed = await parse_memo(FINE)
     finally:
-        done.set()
+        probe.stop()
         await probing
     assert not parsed.degraded
-    assert worst < 0.2, f"the loop stalled {worst:.3f} s while the pool started"
+    assert probe.worst < 0.2, f"the loop stalled {probe.worst:.3f} s while the pool started"
 
 
 def _trackers() -> list[int]:
