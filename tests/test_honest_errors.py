@@ -9,6 +9,7 @@ during the outage and succeed afterwards, without restarting the app.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import shutil
@@ -135,22 +136,32 @@ async def test_postgresql_stopped_is_503_then_recovers(
         assert (await c.get("/readyz")).status_code == 200
 
 
-@pytest.fixture
-def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """A 3 MiB tmpfs (root only; skipped where mounting is not allowed)."""
+@contextlib.contextmanager
+def _tmpfs(mount: pathlib.Path, size: str) -> Iterator[pathlib.Path]:
+    """A tmpfs of ``size`` mounted on ``mount`` for the block (root only; the test is
+    skipped where mounting is not allowed)."""
     import subprocess
 
-    mount = tmp_path / "small"
-    mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
         capture_output=True,
         check=False,
     )
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    """A 3 MiB tmpfs."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    with _tmpfs(mount, "3m"):
+        yield mount
 
 
 async def test_disk_full_is_507_not_500(
@@ -182,22 +193,15 @@ async def test_disk_full_is_507_not_500(
 
 @pytest.fixture
 def small_tablespace_disk() -> Iterator[pathlib.Path]:
-    """A 48 MiB tmpfs for a PostgreSQL tablespace (root only; skipped elsewhere), outside
-    pytest's private temporary directory so that the server's own user can reach it."""
-    import subprocess
-
+    """A 48 MiB tmpfs for a PostgreSQL tablespace, outside pytest's private temporary
+    directory so that the server's own user can reach it."""
     mount = pathlib.Path(tempfile.mkdtemp(prefix="daybook-pgsmall-"))
     mount.chmod(0o755)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-    shutil.rmtree(mount, ignore_errors=True)
+    try:
+        with _tmpfs(mount, "48m"):
+            yield mount
+    finally:
+        shutil.rmtree(mount, ignore_errors=True)
 
 
 async def test_postgresql_disk_full_is_507_then_recovers(
