@@ -114,9 +114,17 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
+def _stat(path: str) -> list[str]:
+    """The fields of a ``/proc/.../stat`` after the command name (which may hold
+    spaces and parentheses): ``[0]`` is the state, ``[1]`` the parent, ``[11:15]``
+    utime, stime, cutime, cstime, ``[16]`` the niceness. Empty if it is gone."""
+    fields = _read(path).rsplit(")", 1)
+    return fields[1].split() if len(fields) == 2 else []
+
+
 def _ppid(pid: int) -> int:
-    fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)
-    return int(fields[1].split()[1]) if len(fields) == 2 else 0
+    stat = _stat(f"/proc/{pid}/stat")
+    return int(stat[1]) if stat else 0
 
 
 def _pg_kind(pid: int) -> str:
@@ -134,15 +142,13 @@ def postgres_cpu(postmaster: int) -> dict[str, float]:
     from the postmaster's ``cutime + cstime``."""
     tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = defaultdict(float)
-    fields = _read(f"/proc/{postmaster}/stat").rsplit(")", 1)
-    if len(fields) == 2:
-        stat = fields[1].split()
+    stat = _stat(f"/proc/{postmaster}/stat")
+    if stat:
         out["postmaster"] += (int(stat[11]) + int(stat[12])) / tick
         out["exited children"] += (int(stat[13]) + int(stat[14])) / tick
     for pid in _children(postmaster):
-        fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)
-        if len(fields) == 2:
-            stat = fields[1].split()
+        stat = _stat(f"/proc/{pid}/stat")
+        if stat:
             out[_pg_kind(pid)] += (int(stat[11]) + int(stat[12])) / tick
     return dict(out)
 
@@ -207,10 +213,9 @@ def threads(supervisor: int) -> dict[tuple[int, int], tuple[str, int, int]]:
         except OSError:
             continue
         for tid in tids:
-            fields = _read(f"/proc/{pid}/task/{tid}/stat").rsplit(")", 1)
-            if len(fields) != 2:
+            f = _stat(f"/proc/{pid}/task/{tid}/stat")
+            if not f:
                 continue
-            f = fields[1].split()
             name = _read(f"/proc/{pid}/task/{tid}/comm").strip()
             out[(pid, int(tid))] = (name, int(f[16]), int(f[11]) + int(f[12]))
     return out
