@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db import schema
 from app.db.faults import classify
-from app.db.migrate import current_revision, head_revision
+from app.db.revision import HEAD, database_revision
 from app.db.transactions import read_transaction, write_transaction
 from app.settings import Settings
 
@@ -137,9 +137,8 @@ async def _ready(engine: AsyncEngine, settings: Settings) -> Response[dict[str, 
     if full is not None:
         return Response({"status": full}, status_code=503)
     async with read_transaction(engine) as conn:
-        await conn.execute(sa.text("SELECT 1"))
-    revision = await current_revision(engine)
-    if revision != head_revision():
+        revision = await database_revision(conn)
+    if revision != HEAD:
         return Response({"status": f"migrations pending (at {revision})"}, status_code=503)
     problem = await _integrity_problem(engine)
     if problem is not None:

@@ -34,7 +34,6 @@ from app.auth.routes import AuthController
 from app.comments.routes import CommentController
 from app.db.engine import create_engine
 from app.db.generation import open_generation
-from app.db.migrate import upgrade
 from app.db.statistics import statistics_lifespan
 from app.deps import (
     close_abandoned_db,
@@ -54,7 +53,7 @@ from app.limits.policy import parse_overrides
 from app.links.routes import LinkMetadataController
 from app.logs import configure_logging, request_logging_middleware
 from app.mcp.allowlist import ALLOWLIST as MCP_ALLOWLIST
-from app.mcp.server import McpEndpoint
+from app.mcp.endpoint import McpEndpoint
 from app.memos import chosen_ids
 from app.memos.batch_routes import MemoBatchController
 from app.memos.history_routes import MemoHistoryController
@@ -164,6 +163,9 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         engine = create_engine(settings.database_url)
         if settings.migrate_on_start:
+            # Imported here: Alembic (about 9 MB) stays out of the workers, which never migrate.
+            from app.db.migrate import upgrade
+
             await upgrade(engine)
         # One signing secret per database, so processes with separate data
         # directories accept each other's page tokens (``secret`` overrides it).

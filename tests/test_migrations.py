@@ -51,7 +51,8 @@ from app.auth.passwords import hash_password, make_hasher
 from app.auth.secrets import digest
 from app.db import schema
 from app.db.engine import create_engine
-from app.db.migrate import alembic_config, current_revision, downgrade, upgrade
+from app.db.migrate import alembic_config, current_revision, downgrade, head_revision, upgrade
+from app.db.revision import HEAD, database_revision
 from app.server import create_app
 from app.settings import Settings
 from tests.conftest import _admin_exec
@@ -731,6 +732,31 @@ async def test_latest_downgrade_keeps_memos(
     assert (await snapshot(engine))["memo"] == memos_before
     assert (await snapshot(engine))["memo_tag"] == tags_before
     await serves_memos(engine, empty_url, tmp_path)
+
+
+async def test_readiness_reads_the_revision_alembic_wrote(
+    engine: AsyncEngine, empty_url: str, tmp_path: pathlib.Path
+) -> None:
+    """``/readyz`` compares the database's revision with :data:`HEAD` without
+    Alembic (decision 0054): the two must agree with Alembic at every step."""
+    assert HEAD == head_revision() == chain()[-1]
+    async with engine.connect() as conn:
+        assert await database_revision(conn) is None  # no version table yet
+    await upgrade(engine, chain()[-2])
+    async with engine.connect() as conn:
+        assert await database_revision(conn) == chain()[-2] == await current_revision(engine)
+    await engine.dispose()
+    settings = make_settings(empty_url, tmp_path, migrate_on_start=False)
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        r = await client.get("/readyz")
+        assert r.status_code == 503
+        assert r.json() == {"status": f"migrations pending (at {chain()[-2]})"}
+    await upgrade(engine, "head")
+    async with engine.connect() as conn:
+        assert await database_revision(conn) == HEAD
+    await engine.dispose()
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        assert (await client.get("/readyz")).status_code == 200
 
 
 async def serves_memos(engine: AsyncEngine, url: str, tmp_path: pathlib.Path) -> None:

@@ -1,0 +1,183 @@
+"""The ``/mcp`` route: HTTP checks here, the protocol (``server``) started on first use.
+
+For one request, in order:
+
+1. Litestar's authentication middleware has already resolved the credential
+   (a bad token is a 401 before MCP sees anything).
+2. ``McpEndpoint.handle`` answers anything but POST with 405 (a GET would open
+   an SSE stream in the SDK), refuses a foreign ``Origin`` with 403, and drops
+   ``Mcp-Session-Id``: there are no sessions.
+3. The SDK's session manager (``server.McpProtocol``) answers the JSON-RPC.
+
+Why the protocol starts on first use: the ``mcp`` SDK, and what only it
+imports, is about 33 MB resident in every worker (decision 0054), and most
+workers of most instances never see an MCP request. The first one imports it
+in a thread (the event loop keeps serving meanwhile; about 0.4 s) and starts
+the session manager in a task the app's lifespan stops. A failed start is a
+503 for that request and is retried by the next. The allowlist is still
+checked at startup, against the app's operation ids, so a bad allowlist stops
+the server before it serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from litestar import Litestar
+from litestar.enums import ScopeType
+from litestar.handlers import asgi
+from litestar.handlers.asgi_handlers import ASGIRouteHandler
+from litestar.types import Receive, Scope, Send
+
+from app.mcp.allowlist import ALLOWLIST
+from app.mcp.origin import origin_allowed
+from app.mcp.tools import check_allowlist
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+__all__ = ["McpEndpoint", "schema_operation_ids"]
+
+log = structlog.get_logger("daybook.mcp")
+
+PROTOCOL_MODULE = "app.mcp.server"
+
+
+def schema_operation_ids(app: Litestar) -> set[str]:
+    """The operationIds the app's OpenAPI document will list, without rendering it."""
+    ids: set[str] = set()
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            if isinstance(handler.operation_id, str) and handler.resolve_include_in_schema():
+                ids.add(handler.operation_id)
+    return ids
+
+
+class McpEndpoint:
+    """``/mcp`` for one app: its route handler and its lifespan."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        document: Callable[[Litestar], dict[str, Any]],
+        allowlist: Sequence[str] = ALLOWLIST,
+    ) -> None:
+        self.settings = settings
+        self.allowlist = tuple(allowlist)
+        self._document = document
+        self._app: Litestar | None = None
+        self._stop: asyncio.Event | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._started: asyncio.Future[None] | None = None
+        self._manager: StreamableHTTPSessionManager | None = None
+        self.route_handler: ASGIRouteHandler = asgi(
+            "/mcp", copy_scope=True, include_in_schema=False
+        )(self.handle)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Litestar) -> AsyncIterator[None]:
+        # Refuse to start, cheaply: a bad allowlist fails here, before serving.
+        check_allowlist(self.allowlist, schema_operation_ids(app))
+        self._app, self._stop = app, asyncio.Event()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            owner, self._owner = self._owner, None
+            if owner is not None:
+                with contextlib.suppress(Exception):
+                    await owner
+            self._app = self._started = self._manager = None
+
+    async def _running_manager(self) -> StreamableHTTPSessionManager | None:
+        """The session manager, started by the first request that needs it; None
+        when the app is stopping or the start failed (logged)."""
+        if self._manager is not None:
+            return self._manager
+        app, stop = self._app, self._stop
+        if app is None or stop is None or stop.is_set():
+            return None
+        if self._owner is None or self._owner.done():
+            # No await between the check and the assignment: one start at a time.
+            self._started = asyncio.get_running_loop().create_future()
+            self._owner = asyncio.create_task(
+                self._own(app, stop, self._started), name="daybook-mcp"
+            )
+        assert self._started is not None
+        try:
+            # Shielded: a cancelled request must not cancel the start other requests await.
+            await asyncio.shield(self._started)
+        except Exception:
+            return None
+        return self._manager
+
+    async def _own(self, app: Litestar, stop: asyncio.Event, started: asyncio.Future[None]) -> None:
+        """Import the protocol, run its session manager until the app stops."""
+        try:
+            module = await asyncio.to_thread(importlib.import_module, PROTOCOL_MODULE)
+            protocol = module.McpProtocol(app, self.settings, self._document, self.allowlist)
+            async with protocol.running() as manager:
+                self._manager = manager
+                started.set_result(None)
+                await stop.wait()
+        except Exception as exc:
+            log.exception("the MCP endpoint failed to start")
+            if not started.done():
+                started.set_exception(exc)
+                started.exception()  # retrieved: awaiting requests have their answer
+        finally:
+            self._manager = None
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            return
+        if scope.get("method") != "POST":
+            await _reply(send, 405, 12, "MCP accepts POST only", [(b"allow", b"POST")])
+            return
+        headers = list(scope["headers"])
+        origin = _first(headers, b"origin")
+        if not origin_allowed(origin, _first(headers, b"host"), self.settings.public_url):
+            await _reply(send, 403, 7, f"origin {origin!r} is not allowed")
+            return
+        manager = await self._running_manager()
+        if manager is None:
+            await _reply(send, 503, 14, "MCP is not running")
+            return
+        scope["headers"] = [(k, v) for k, v in headers if k != b"mcp-session-id"]
+        await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+
+
+def _first(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _reply(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    extra: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    body = json.dumps({"code": code, "message": message, "details": []}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
