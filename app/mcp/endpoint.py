@@ -12,11 +12,14 @@ For one request, in order:
 Why the protocol starts on first use: the ``mcp`` SDK, and what only it
 imports, is about 33 MB resident in every worker (decision 0054), and most
 workers of most instances never see an MCP request. The first one imports it
-in a thread (the event loop keeps serving meanwhile; about 0.4 s) and starts
-the session manager in a task the app's lifespan stops. A failed start is a
-503 for that request and is retried by the next. The allowlist is still
-checked at startup, against the app's operation ids, so a bad allowlist stops
-the server before it serves.
+in a thread, then builds the tools from the app's OpenAPI document on the
+event loop (as the first ``tools/list`` always did) and starts the session
+manager in a task the app's lifespan stops: about 0.7 s for that request.
+A failed start is logged and answered 503 with ``Retry-After`` for
+:data:`RETRY_SECONDS`, then tried again by the next request; requests
+arriving while the app stops are 503 too. The allowlist is still checked at
+startup, against the app's operation ids, so a bad allowlist stops the
+server before it serves.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import contextlib
 import importlib
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +52,11 @@ __all__ = ["McpEndpoint", "schema_operation_ids"]
 log = structlog.get_logger("daybook.mcp")
 
 PROTOCOL_MODULE = "app.mcp.server"
+RETRY_SECONDS = 5  # after a failed start, requests are 503 this long before the next try
+
+
+def _import_protocol() -> Any:
+    return importlib.import_module(PROTOCOL_MODULE)
 
 
 def schema_operation_ids(app: Litestar) -> set[str]:
@@ -77,6 +86,7 @@ class McpEndpoint:
         self._owner: asyncio.Task[None] | None = None
         self._started: asyncio.Future[None] | None = None
         self._manager: StreamableHTTPSessionManager | None = None
+        self._failed_at = -float(RETRY_SECONDS)  # monotonic time of the last failed start
         self.route_handler: ASGIRouteHandler = asgi(
             "/mcp", copy_scope=True, include_in_schema=False
         )(self.handle)
@@ -105,6 +115,8 @@ class McpEndpoint:
         if app is None or stop is None or stop.is_set():
             return None
         if self._owner is None or self._owner.done():
+            if time.monotonic() - self._failed_at < RETRY_SECONDS:
+                return None  # a start just failed: no import and traceback per request
             # No await between the check and the assignment: one start at a time.
             self._started = asyncio.get_running_loop().create_future()
             self._owner = asyncio.create_task(
@@ -121,19 +133,35 @@ class McpEndpoint:
     async def _own(self, app: Litestar, stop: asyncio.Event, started: asyncio.Future[None]) -> None:
         """Import the protocol, run its session manager until the app stops."""
         try:
-            module = await asyncio.to_thread(importlib.import_module, PROTOCOL_MODULE)
+            module = await asyncio.to_thread(_import_protocol)
+            if stop.is_set():
+                raise _Stopping("the app stopped while the MCP protocol was imported")
             protocol = module.McpProtocol(app, self.settings, self._document, self.allowlist)
             async with protocol.running() as manager:
                 self._manager = manager
                 started.set_result(None)
-                await stop.wait()
+                try:
+                    await stop.wait()
+                finally:
+                    # Before the manager stops: a request arriving now is a 503, not a
+                    # RuntimeError from a session manager whose task group is gone.
+                    self._manager = None
+        except _Stopping as exc:
+            started.set_exception(exc)
+            started.exception()
         except Exception as exc:
-            log.exception("the MCP endpoint failed to start")
-            if not started.done():
+            if started.done():
+                log.exception("the MCP endpoint stopped on an error")
+            else:
+                log.exception("the MCP endpoint failed to start")
+                self._failed_at = time.monotonic()
                 started.set_exception(exc)
                 started.exception()  # retrieved: awaiting requests have their answer
         finally:
             self._manager = None
+            if not started.done():  # cancelled: release the requests awaiting the start
+                started.set_exception(_Stopping("the MCP start was cancelled"))
+                started.exception()
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -148,10 +176,15 @@ class McpEndpoint:
             return
         manager = await self._running_manager()
         if manager is None:
-            await _reply(send, 503, 14, "MCP is not running")
+            retry = str(RETRY_SECONDS).encode()
+            await _reply(send, 503, 14, "MCP is not running", [(b"retry-after", retry)])
             return
         scope["headers"] = [(k, v) for k, v in headers if k != b"mcp-session-id"]
         await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+
+
+class _Stopping(Exception):
+    """The app stopped before the protocol started: its waiting requests are 503."""
 
 
 def _first(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:

@@ -94,8 +94,8 @@ class McpProtocol:
     ) -> None:
         self._app = app
         self._settings = settings
-        # The full tool specs need the rendered OpenAPI document (~0.1 s), built here,
-        # once per process, on the first MCP request.
+        # The full tool specs need the rendered OpenAPI document (about 0.3 s), built
+        # here, once per start of the protocol (the first MCP request of a process).
         specs = build_tool_specs(document(app), allowlist)
         self._tools = {spec.name: _Tool(spec) for spec in specs}
 

@@ -9,11 +9,13 @@ a 503 for its requests and is retried by the next one.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import pathlib
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -123,18 +125,156 @@ async def test_concurrent_first_requests_start_one_protocol(
         assert len(starts) == 1
 
 
-async def test_a_failed_start_is_503_and_the_next_request_retries(
+async def test_a_failed_start_is_503_held_off_then_retried(
     dialect: str, tmp_path: pathlib.Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    tries: list[str] = []
+
+    def counted() -> Any:
+        tries.append(endpoint.PROTOCOL_MODULE)
+        return importlib.import_module(endpoint.PROTOCOL_MODULE)
+
+    monkeypatch.setattr(endpoint, "_import_protocol", counted)
     app = create_app(live_settings(database_url, tmp_path / "data"))
     async with AsyncTestClient(app=app) as client:
         monkeypatch.setattr(endpoint, "PROTOCOL_MODULE", "app.mcp.no_such_module")
         failed = await _post(client, 3)
         assert [r.status_code for r in failed] == [503] * 3
         assert all(r.json()["message"] == "MCP is not running" for r in failed)
+        assert all(r.headers["retry-after"] == str(endpoint.RETRY_SECONDS) for r in failed)
+        assert len(tries) == 1  # the three awaited one start
         monkeypatch.setattr(endpoint, "PROTOCOL_MODULE", "app.mcp.server")
+        held = await _post(client, 5)
+        assert [r.status_code for r in held] == [503] * 5
+        assert len(tries) == 1  # no import (and no logged traceback) per request meanwhile
+        monkeypatch.setattr(endpoint, "RETRY_SECONDS", 0)
         again = await _post(client)
         assert again[0].status_code == 200 and again[0].json()["result"]["tools"]
+        assert tries == ["app.mcp.no_such_module", "app.mcp.server"]
+
+
+# The edges of the app's lifespan, driven on the endpoint itself (review of 0054).
+
+BODY = json.dumps(LIST).encode()
+
+
+def _bare_endpoint(tmp_path: pathlib.Path) -> tuple[Any, endpoint.McpEndpoint]:
+    settings = live_settings(f"sqlite+aiosqlite:///{tmp_path}/d.db", tmp_path / "data")
+    app = create_app(settings)
+    route = next(r for r in app.routes if r.path == "/mcp")
+    return app, route.route_handler.fn.__self__  # type: ignore[attr-defined]
+
+
+async def _handle(ep: endpoint.McpEndpoint) -> int | str:
+    """POST tools/list straight to the endpoint: its status, or the exception's name
+    (what Litestar would answer 500)."""
+    scope: Any = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "http_version": "1.1",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1),
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+        ],
+    }
+    sent = False
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": BODY, "more_body": False}
+        await asyncio.Event().wait()
+
+    status: list[int] = []
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    try:
+        await ep.handle(scope, receive, send)
+    except Exception as exc:
+        return type(exc).__name__
+    return status[0]
+
+
+@pytest.fixture
+def slow_protocol(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A protocol module whose import takes 0.6 s."""
+    (tmp_path / "slow_mcp_protocol.py").write_text(
+        "import time\ntime.sleep(0.6)\nfrom app.mcp.server import McpProtocol\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(endpoint, "PROTOCOL_MODULE", "slow_mcp_protocol")
+    yield
+    sys.modules.pop("slow_mcp_protocol", None)
+
+
+async def _in_lifespan(
+    app: Any, ep: endpoint.McpEndpoint
+) -> tuple[asyncio.Task[None], asyncio.Event]:
+    ready, go = asyncio.Event(), asyncio.Event()
+
+    async def life() -> None:
+        async with ep.lifespan(app):
+            ready.set()
+            await go.wait()
+
+    task = asyncio.create_task(life())
+    await ready.wait()
+    return task, go
+
+
+async def test_a_request_arriving_while_the_app_stops_is_503(tmp_path: pathlib.Path) -> None:
+    app, ep = _bare_endpoint(tmp_path)
+    life, go = await _in_lifespan(app, ep)
+    assert await _handle(ep) == 200
+    inflight = asyncio.create_task(_handle(ep))  # keeps the SDK's task group busy as it stops
+    await asyncio.sleep(0)
+    go.set()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert await _handle(ep) == 503  # not the stopped manager's RuntimeError
+    await life
+    await asyncio.gather(inflight, return_exceptions=True)
+
+
+async def test_requests_awaiting_a_start_that_shutdown_overtakes_are_503(
+    tmp_path: pathlib.Path, slow_protocol: None
+) -> None:
+    app, ep = _bare_endpoint(tmp_path)
+    life, go = await _in_lifespan(app, ep)
+    waiting = [asyncio.create_task(_handle(ep)) for _ in range(3)]
+    await asyncio.sleep(0.1)
+    go.set()
+    await life
+    assert await asyncio.gather(*waiting) == [503, 503, 503]
+
+
+async def test_requests_awaiting_a_start_whose_owner_is_cancelled_get_an_answer(
+    tmp_path: pathlib.Path, slow_protocol: None
+) -> None:
+    app, ep = _bare_endpoint(tmp_path)
+    life, go = await _in_lifespan(app, ep)
+    waiter = asyncio.create_task(_handle(ep))
+    await asyncio.sleep(0.1)
+    go.set()
+    # A shutdown given up on (a timeout around the lifespan's exit) cancels the owner
+    # task while the import thread runs.
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(life, 0.1)
+    done, _ = await asyncio.wait([waiter], timeout=2)
+    assert done, "the request awaits a start that will never be resolved"
+    assert waiter.result() == 503
 
 
 async def test_the_protocol_stops_with_the_app_and_starts_again_with_it(
