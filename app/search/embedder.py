@@ -31,6 +31,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from app.search.priority import native_at_idle
+
 Vectors = npt.NDArray[np.float32]
 
 DEFAULT_MODEL = "minilm-onnx"
@@ -136,7 +138,8 @@ class MiniLMEmbedder:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feed)[0]  # thread-safe: no lock (``concurrent``)
+        with native_at_idle():  # the embedding thread's runs yield to requests at once
+            hidden = self._session.run(None, feed)[0]  # thread-safe: no lock (``concurrent``)
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return _normalise(pooled)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.db.schema import memo
 from app.db.transactions import write_transaction
 from app.search.embedder import Embedder, Vectors
+from app.search.priority import make_background
 from app.search.tables import (
     HalfVec,
     memo_embedding,
@@ -53,7 +53,6 @@ from app.search.vectors import content_hash, encode, pgvector_text
 log = structlog.get_logger("daybook.search.worker")
 
 BATCH = 32
-NICE = 10  # the embedding thread's niceness: interactive requests first (Linux: per thread)
 SWEEP_CHUNK = 20_000  # ids per statement of the sweep
 SWEEP_SECONDS = 3600.0
 LOG_KEEP = 50_000  # memo_embedding_log entries kept; a process further behind reloads
@@ -65,20 +64,14 @@ _low: ThreadPoolExecutor | None = None
 _low_guard = threading.Lock()
 
 
-def _lower_priority() -> None:
-    # On Linux, nice() applies to the calling thread only, and threads it starts
-    # (onnxruntime's intra-op pool, created with the session) inherit it.
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
-
-
 async def run_low(fn: Callable[..., _T], *args: Any) -> _T:
-    """Run ``fn(*args)`` on the embedding thread, at lower CPU priority than requests."""
+    """Run ``fn(*args)`` on the embedding thread, at lower CPU priority than requests
+    (``app.search.priority``)."""
     global _low
     with _low_guard:
         if _low is None:
             _low = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="daybook-embed", initializer=_lower_priority
+                max_workers=1, thread_name_prefix="daybook-embed", initializer=make_background
             )
     return await asyncio.get_running_loop().run_in_executor(_low, fn, *args)
 
