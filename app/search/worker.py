@@ -39,8 +39,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.schema import memo
 from app.db.transactions import write_transaction
+from app.search import priority
 from app.search.embedder import Embedder, Vectors
-from app.search.priority import make_background
 from app.search.tables import (
     HalfVec,
     memo_embedding,
@@ -71,9 +71,17 @@ async def run_low(fn: Callable[..., _T], *args: Any) -> _T:
     with _low_guard:
         if _low is None:
             _low = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="daybook-embed", initializer=make_background
+                max_workers=1,
+                thread_name_prefix="daybook-embed",
+                initializer=priority.make_background,
             )
-    return await asyncio.get_running_loop().run_in_executor(_low, fn, *args)
+    loop = asyncio.get_running_loop()
+    # A call starved at SCHED_IDLE on a full machine is moved back to nice 10.
+    watchdog = loop.call_later(priority.RESCUE_SECONDS, priority.rescue)
+    try:
+        return await loop.run_in_executor(_low, fn, *args)
+    finally:
+        watchdog.cancel()
 
 
 def missing_condition(model: str, dim: int) -> sa.ColumnElement[bool]:
