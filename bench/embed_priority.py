@@ -74,10 +74,10 @@ def policy(name: str) -> Iterator[dict[str, int]]:
     counts = {"idle_runs": 0}
     original_set, original_idle = priority._set, priority._IDLE
 
-    def counting(p: int) -> bool:
+    def counting(p: int, tid: int = 0) -> bool:
         if p == original_idle:
             counts["idle_runs"] += 1
-        return original_set(p)
+        return original_set(p, tid)
 
     priority._set = counting
     if name == "nice":
