@@ -11,6 +11,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -289,8 +290,9 @@ def test_a_refused_return_disables_the_idle_runs(monkeypatch: pytest.MonkeyPatch
 
 
 CHILD = """
-import os, threading
-from app.search import priority
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import priority
 seen = []
 def run():
     priority.make_background()
@@ -301,30 +303,49 @@ t = threading.Thread(target=run); t.start(); t.join()
 print(priority.idle_policy_usable(), seen)
 """
 
+# The child imports only the module and the standard library, so that it runs as
+# `nobody` wherever the checkout and its virtual environment are (a home directory
+# `nobody` cannot read included).
+STRUCTLOG_STUB = """
+class _Logger:
+    def info(self, *args, **kwargs):
+        pass
+    error = info
+def get_logger(*args):
+    return _Logger()
+"""
+
 
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop to nobody"
 )
 def test_as_an_unprivileged_user_the_thread_stays_at_nice() -> None:
     """The real kernel rule, as the Dockerfile's non-root user meets it."""
-    root = pathlib.Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            sys.executable,
-            "-c",
-            CHILD,
-        ],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    work = pathlib.Path(tempfile.mkdtemp(prefix="daybook-priority-"))
+    try:
+        work.chmod(0o755)
+        shutil.copy(priority.__file__, work / "priority.py")
+        (work / "structlog.py").write_text(STRUCTLOG_STUB)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                os.path.realpath(sys.executable),
+                "-I",
+                "-c",
+                CHILD,
+                str(work),
+            ],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     usable, seen = done.stdout.strip().splitlines()[-1].split(" ", 1)
     assert usable == "False"
