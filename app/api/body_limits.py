@@ -20,7 +20,6 @@ own streaming bound and is passed through.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
 
 from app.api import uploads
+from app.api.raw_errors import send_error
 
 __all__ = ["BodyLimitMiddleware", "Limits", "limit_for"]
 
@@ -239,17 +239,4 @@ async def _too_large(send: Send, limit: int) -> None:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    payload = {"code": 3, "message": message, "details": []}
-    body = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await send_error(send, status, 3, message, [(b"connection", b"close")])

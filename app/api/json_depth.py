@@ -20,12 +20,11 @@ mebibyte otherwise.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import numpy as np
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, ReceiveMessage, Scope, Send
+
+from app.api.raw_errors import send_error
 
 MAX_JSON_DEPTH = 64  # our deepest body (a key's restriction) nests 5 levels
 _CHUNK = 1 << 20
@@ -144,16 +143,4 @@ async def _refuse(send: Send) -> None:
     message = (
         f"invalid argument: the JSON body is nested too deeply (more than {MAX_JSON_DEPTH} levels)"
     )
-    payload: Any = {"code": 3, "message": message, "details": []}
-    body = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await send_error(send, 400, 3, message)

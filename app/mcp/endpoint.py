@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from litestar.handlers import asgi
 from litestar.handlers.asgi_handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
+from app.api.raw_errors import send_error
 from app.mcp.allowlist import ALLOWLIST
 from app.mcp.origin import origin_allowed
 from app.mcp.tools import check_allowlist
@@ -167,17 +167,17 @@ class McpEndpoint:
         if scope["type"] != ScopeType.HTTP:
             return
         if scope.get("method") != "POST":
-            await _reply(send, 405, 12, "MCP accepts POST only", [(b"allow", b"POST")])
+            await send_error(send, 405, 12, "MCP accepts POST only", [(b"allow", b"POST")])
             return
         headers = list(scope["headers"])
         origin = _first(headers, b"origin")
         if not origin_allowed(origin, _first(headers, b"host"), self.settings.public_url):
-            await _reply(send, 403, 7, f"origin {origin!r} is not allowed")
+            await send_error(send, 403, 7, f"origin {origin!r} is not allowed")
             return
         manager = await self._running_manager()
         if manager is None:
             retry = str(RETRY_SECONDS).encode()
-            await _reply(send, 503, 14, "MCP is not running", [(b"retry-after", retry)])
+            await send_error(send, 503, 14, "MCP is not running", [(b"retry-after", retry)])
             return
         scope["headers"] = [(k, v) for k, v in headers if k != b"mcp-session-id"]
         await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
@@ -192,25 +192,3 @@ def _first(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
-
-
-async def _reply(
-    send: Send,
-    status: int,
-    code: int,
-    message: str,
-    extra: Sequence[tuple[bytes, bytes]] = (),
-) -> None:
-    body = json.dumps({"code": code, "message": message, "details": []}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
