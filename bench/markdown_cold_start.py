@@ -68,19 +68,18 @@ async def rounds(settings: Settings, n: int) -> dict[str, list[float]]:
 
 
 async def main(n: int) -> None:
-    from app.settings import Settings
     from bench.as_users import uptime
     from bench.databases import fresh_database
+    from bench.harness import bench_settings
 
     print("load before:", uptime())
     with tempfile.TemporaryDirectory(prefix="bench-md-cold-") as tmp:
         async with fresh_database("sqlite", pathlib.Path(tmp)) as db:
-            settings = Settings(
-                data_dir=pathlib.Path(tmp) / "data",
-                database_url=db.url,
+            settings = bench_settings(
+                db.url,
+                pathlib.Path(tmp) / "data",
                 password_hasher="cheap",
                 secret="bench",
-                log_format="json",
                 migrate_on_start=False,
             )
             out = await rounds(settings, n)

@@ -33,7 +33,7 @@ from app.memos.safe_html import render_html
 from app.server import create_app
 from app.settings import Settings
 from bench.databases import fresh_database
-from bench.harness import add_options
+from bench.harness import add_options, bench_settings
 from bench.timing import Stats, step
 from tests.support import LagProbe
 
@@ -133,12 +133,11 @@ async def main(hostile: int, memos: int) -> None:
     for mode in ("inline", "pool"):
         with tempfile.TemporaryDirectory(prefix="bench-md-") as tmp:
             async with fresh_database("sqlite", pathlib.Path(tmp)) as db:
-                settings = Settings(
-                    data_dir=pathlib.Path(tmp) / "data",
-                    database_url=db.url,
+                settings = bench_settings(
+                    db.url,
+                    pathlib.Path(tmp) / "data",
                     password_hasher="cheap",
                     secret="bench",
-                    log_format="json",
                     migrate_on_start=False,
                 )
                 results.append(await run_mode(mode, dataclasses.replace(settings), hostile, memos))
