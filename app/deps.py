@@ -28,6 +28,7 @@ from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.access.caller import Caller
+from app.api.context import RequestContext
 from app.auth.middleware import ACCESS_SCOPE_KEY
 from app.db.transactions import TxKind, read_phase, transaction
 from app.errors import PermissionDenied, Unauthenticated
@@ -52,11 +53,19 @@ class RequestAborted(Exception):
     """Passed to a request's database resources when no handler will finish them."""
 
 
-async def provide_db(
+async def provide_request_context(
     request: Request[Any, Any, Any], state: State
-) -> AsyncIterator[AsyncConnection]:
-    """The request's slot and transaction, in an exit stack left in the scope.
+) -> AsyncIterator[RequestContext]:
+    """The request's context: its slot and transaction, caller, access settings, clock.
 
+    One provider, not one per value: Litestar resolves independent providers
+    of a batch as tasks of an anyio task group, and four of them (the
+    connection, caller, clock and settings) cost about as much CPU as a
+    computed page's own statements (issue 15). ``db`` and ``access`` are read
+    off this context (:func:`provide_db`), so a handler that asks for them and
+    for ``ctx`` still has one transaction.
+
+    The slot and transaction are held in an exit stack left in the scope.
     When a dependency resolved after this one raises, Litestar never resumes
     this generator (its cleanup group is entered only once every dependency
     is resolved), and only the garbage collector would close it: until then
@@ -72,9 +81,25 @@ async def provide_db(
             # A slot before the connection, writes first (app.db.slots, decision 0044).
             await stack.enter_async_context(state.slots.slot(kind))
             conn = await stack.enter_async_context(transaction(state.engine, kind))
-            yield conn
+            settings: Settings = state.settings
+            yield RequestContext(
+                conn,
+                provide_caller(request),
+                await _access(request, conn, state),
+                settings,
+                provide_now(),
+            )
         finally:
             request.scope.pop(OPEN_DB_KEY, None)  # type: ignore[misc]
+
+
+def provide_db(ctx: RequestContext) -> AsyncConnection:
+    """The request's connection (the context's: one transaction per request)."""
+    return ctx.db
+
+
+def provide_access(ctx: RequestContext) -> AccessSettings:
+    return ctx.access
 
 
 async def close_abandoned_db(scope: Any) -> None:
@@ -101,9 +126,10 @@ def provide_settings(state: State) -> Settings:
     return settings
 
 
-async def provide_access(
+async def _access(
     request: Request[Any, Any, Any], db: AsyncConnection, state: State
 ) -> AccessSettings:
+    """The instance's access settings: read by the caller's statement when there was one."""
     settings: Settings = state.settings
     default = AccessSettings(content_length_limit=settings.content_length_limit)
     read = request.scope.get(ACCESS_SCOPE_KEY)
@@ -118,12 +144,16 @@ async def provide_access(
     return access
 
 
-def requires_user(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def requires_user(
+    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+) -> None:
     if not isinstance(connection.scope.get("user"), Caller):
         raise Unauthenticated("authentication required")
 
 
-def requires_session(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def requires_session(
+    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+) -> None:
     """Keys cannot mint keys nor manage credentials: only a session or a sign-in token passes."""
     user = connection.scope.get("user")
     if not isinstance(user, Caller):
@@ -134,7 +164,9 @@ def requires_session(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRout
         )
 
 
-def management_plane(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def management_plane(
+    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+) -> None:
     """Restricted keys are barred from users, settings and token management."""
     user = connection.scope.get("user")
     if isinstance(user, Caller) and user.is_restricted:

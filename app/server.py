@@ -19,7 +19,6 @@ from litestar.types import Receive, Scope, Send
 from app import __version__
 from app.api import cors
 from app.api.body_limits import BodyLimitMiddleware
-from app.api.context import provide_request_context
 from app.api.json_depth import JsonDepthMiddleware
 from app.api.page_cache import PageCache, PageCacheMiddleware
 from app.api.reference import ReferenceRenderPlugin
@@ -41,6 +40,7 @@ from app.deps import (
     provide_caller,
     provide_db,
     provide_now,
+    provide_request_context,
     provide_settings,
 )
 from app.errors import EXCEPTION_HANDLERS
@@ -134,7 +134,7 @@ class Daybook(Litestar):
             else:
                 await super().__call__(scope, receive, send)
         finally:
-            await close_abandoned_db(scope)  # a dependency failed after provide_db
+            await close_abandoned_db(scope)  # a dependency failed after provide_request_context
         if chosen_ids.SCOPE_FLAG in scope:  # after the request's transaction (decision 0023)
             await chosen_ids.count_marked(dict(scope), self.state.engine, int(time.time()))
 
@@ -245,12 +245,14 @@ def create_app(settings: Settings, *, mcp_allowlist: Sequence[str] = MCP_ALLOWLI
             *WEB_HANDLERS,  # last: the SPA fallback never shadows the API
         ],
         dependencies={
-            "db": Provide(provide_db),
+            # ``ctx`` owns the request's transaction; ``db`` and ``access`` are
+            # read off it (one provider, no task group: app.deps).
+            "ctx": Provide(provide_request_context),
+            "db": Provide(provide_db, sync_to_thread=False),
+            "access": Provide(provide_access, sync_to_thread=False),
             "caller": Provide(provide_caller, sync_to_thread=False),
             "now": Provide(provide_now, sync_to_thread=False),
             "settings": Provide(provide_settings, sync_to_thread=False),
-            "access": Provide(provide_access),
-            "ctx": Provide(provide_request_context, sync_to_thread=False),
         },
         middleware=[
             request_logging_middleware,

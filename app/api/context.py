@@ -1,10 +1,10 @@
 """The request context: one provided dependency instead of five in every handler.
 
-Litestar's DI resolves ``ctx`` from the five single-value providers wired in
-``app.server`` (``db``, ``caller``, ``access``, ``settings``, ``now``), so a
+``app.deps.provide_request_context`` resolves ``ctx`` in one provider (the
+request's transaction, caller, access settings, settings and clock), so a
 handler declares one parameter and hands the services what they need from
-it. The transaction is still the one ``app.deps.provide_db`` owns: the
-context holds that connection, it never opens or commits one.
+it. That provider owns the transaction: the context holds its connection,
+and nothing here opens or commits one.
 
 ``ctx.write`` is the ``WriteContext`` the memo services take (the signed-in
 caller, the instance's access settings, the request's clock), so no handler
@@ -31,7 +31,7 @@ from app.errors import PermissionDenied, Unauthenticated
 from app.instance.store import AccessSettings
 from app.settings import Settings
 
-__all__ = ["RequestContext", "WriteContext", "provide_request_context", "writable_key"]
+__all__ = ["RequestContext", "WriteContext", "writable_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +69,7 @@ class RequestContext:
         return WriteContext(self.user, self.access, self.now)
 
 
-def provide_request_context(
-    db: AsyncConnection,
-    caller: Caller | None,
-    access: AccessSettings,
-    settings: Settings,
-    now: int,
-) -> RequestContext:
-    return RequestContext(db, caller, access, settings, now)
-
-
-def writable_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def writable_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """Refuse a read-only restricted key on a mutating route (sessions always pass)."""
     user = connection.scope.get("user")
     if isinstance(user, Caller) and not key_may_write(user):

@@ -1,6 +1,7 @@
 """The provided request context and the read-only-key guard (``app.api.context``).
 
-The guard is a plain function, so it is tested as one: a READ key is refused,
+The guard is a coroutine function (Litestar would run a plain one on a worker
+thread), so it is tested as one: a READ key is refused,
 a WRITE key, a session and an anonymous request (left to ``requires_user``)
 pass. ``tests/grants/test_read_key.py`` drives every write endpoint with a
 READ key end to end.
@@ -9,6 +10,7 @@ READ key end to end.
 from __future__ import annotations
 
 import ast
+import asyncio
 import pathlib
 from types import SimpleNamespace
 from typing import Any
@@ -25,6 +27,10 @@ def _conn(user: Caller | None) -> Any:
     return SimpleNamespace(scope={"user": user})
 
 
+def _guard(user: Caller | None) -> None:
+    asyncio.run(writable_key(_conn(user), None))  # type: ignore[arg-type]
+
+
 def _key(scope: str) -> Caller:
     return Caller(
         user_id=7,
@@ -38,12 +44,12 @@ def _key(scope: str) -> Caller:
 
 def test_read_key_refused_on_mutating_route() -> None:
     with pytest.raises(PermissionDenied, match="read-only"):
-        writable_key(_conn(_key("READ")), None)  # type: ignore[arg-type]
+        _guard(_key("READ"))
 
 
 def test_malformed_scope_is_read_only() -> None:
     with pytest.raises(PermissionDenied):
-        writable_key(_conn(_key("ADMIN")), None)  # type: ignore[arg-type]
+        _guard(_key("ADMIN"))
 
 
 @pytest.mark.parametrize(
@@ -55,8 +61,8 @@ def test_malformed_scope_is_read_only() -> None:
     ids=["anonymous", "session"],
 )
 def test_writers_and_anonymous_pass(user: Caller | None) -> None:
-    writable_key(_conn(user), None)  # type: ignore[arg-type]
-    writable_key(_conn(_key("WRITE")), None)  # type: ignore[arg-type]
+    _guard(user)
+    _guard(_key("WRITE"))
 
 
 # The handlers take ``ctx`` and leave SQL to services (issue 14, decision 0033).
