@@ -35,6 +35,7 @@ from app.access.restriction import Restriction
 from app.access.scope import EMPTY_SCOPE, READ, SpaceScope, load_scope
 from app.api.structs import rfc3339
 from app.db.joins import by_key, ordered_join
+from app.db.records import records
 from app.db.schema import attachment, memo, memo_tag, reaction, space, user_account
 from app.memos import schemas
 from app.memos.rows import MemoRow, PlacedMemoRow
@@ -229,7 +230,7 @@ async def present(
     relation_rows: list[Any] = []
     creators = {r.creator_id for r in rows}
     statement, params = related_statement(ids, creators, caller, mode)
-    for x in await conn.execute(statement, params):
+    for x in records(await conn.execute(statement, params)):
         if x.kind == "user":
             usernames[int(x.memo_id)] = x.s0
         elif not pinned(versions, x.memo_id, x.version):
