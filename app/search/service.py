@@ -25,6 +25,7 @@ from app.access.audience import AccessMode
 from app.access.caller import Caller
 from app.api.paging import decode_token, encode_token, fingerprint
 from app.db.joins import by_key, ordered_join
+from app.db.records import records
 from app.db.schema import memo
 from app.errors import InvalidArgument
 from app.search.explain import (
@@ -287,7 +288,7 @@ async def search_memos(
         # snapshot, without the request's single one) drops out of the page
         # rather than showing what it became.
         ids = [h.memo_id for h in page]
-        rows = {r.id: r for r in await conn.execute(page_rows_statement(q, ids))}
+        rows = {r.id: r for r in records(await conn.execute(page_rows_statement(q, ids)))}
         page = [h for h in page if h.memo_id in rows]
         explanations = await explain(runtime, page, rows, terms, q.text)
     return SearchPage(
