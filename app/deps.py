@@ -1,8 +1,8 @@
 """Request-scoped dependencies and guards, wired once in ``app.server``.
 
-One request, one transaction: ``provide_db`` opens it and commits when the
-handler returns, or rolls back when it raises, so a failed write leaves
-nothing behind. Handlers never commit.
+One request, one transaction: ``provide_request_context`` (``ctx``) opens
+it and commits when the handler returns, or rolls back when it raises, so a
+failed write leaves nothing behind. Handlers never commit.
 
 A request is a read or a write by its method (GET, HEAD and OPTIONS read;
 a handler may say otherwise with ``opt={"tx": "read"}`` or ``"write"``). A
@@ -103,8 +103,9 @@ def provide_access(ctx: RequestContext) -> AccessSettings:
 
 
 async def close_abandoned_db(scope: Any) -> None:
-    """Roll back and give back what :func:`provide_db` opened for a request whose
-    dependency resolution failed after it (called when the request is over)."""
+    """Roll back and give back what :func:`provide_request_context` opened for a
+    request whose dependency resolution failed after it yielded (called when the
+    request is over)."""
     stack = scope.pop(OPEN_DB_KEY, None)
     if isinstance(stack, contextlib.AsyncExitStack):
         aborted = RequestAborted("a dependency failed after the connection was opened")

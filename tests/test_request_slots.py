@@ -11,9 +11,10 @@ from litestar.testing import AsyncTestClient
 
 from app.db.slots import SLOTS, RequestSlots
 from app.db.transactions import TxKind
-from app.errors import Unavailable
+from app.errors import Unauthenticated, Unavailable
 from app.server import create_app
 from app.settings import Settings
+from tests.conftest import sign_up
 
 
 async def _settle() -> None:
@@ -122,12 +123,11 @@ async def test_a_request_that_waits_past_the_budget_gets_503_and_leaks_nothing()
 async def test_a_dependency_failing_after_the_connection_gives_the_slot_back(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``provide_access`` runs after ``provide_db`` has taken its slot and opened
-    its transaction. When it raises (the settings read meets a database outage),
-    Litestar never enters the cleanup of the dependencies already resolved, so
-    the slot and the connection must be given back by the request's own scope,
-    at once: not when the cyclic garbage collector finds the generator (with
-    more failures than slots, every later request would wait for it)."""
+    """The access settings are read after ``provide_request_context`` has taken its
+    slot and opened its transaction, before it yields: when the read raises (a
+    database outage), the provider's own exit stack gives the slot and the
+    connection back, at once and without the garbage collector. (A dependency
+    failing after it yielded: the test below.)"""
     app = create_app(settings)
     failures = 0
 
@@ -153,3 +153,79 @@ async def test_a_dependency_failing_after_the_connection_gives_the_slot_back(
     finally:
         gc.enable()
     assert failures == SLOTS + 4
+
+
+def _all_given_back(app: Any) -> None:
+    assert app.state.slots._busy == 0 and app.state.slots.waiting == 0
+    assert app.state.engine.pool.checkedout() == 0
+
+
+async def test_a_dependency_failing_after_the_context_yielded_gives_the_slot_back(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``space_ctx`` is resolved after ``ctx`` has yielded. When it raises,
+    Litestar never resumes the context's generator (its cleanup group is
+    entered only once every dependency is resolved): ``close_abandoned_db``
+    must give the slot, the connection and a write's turn back when the
+    request ends, not the cyclic garbage collector."""
+    app = create_app(settings)
+
+    def refuse(*_: Any) -> Any:
+        raise Unauthenticated("refused by the test")
+
+    gc.disable()  # nothing may depend on the collector
+    try:
+        async with AsyncTestClient(app=app) as c:
+            alice = await sign_up(c, "alice")
+            monkeypatch.setattr("app.spaces.routes.SpaceContext", refuse)
+            for _ in range(SLOTS + 2):
+                r = await alice.get("/api/v1/spaces")
+                assert r.status_code == 401 and "refused by the test" in r.text, r.text
+                _all_given_back(app)
+                r = await alice.post("/api/v1/spaces", json={"title": "x"})
+                assert r.status_code == 401, r.text
+                _all_given_back(app)
+            monkeypatch.undo()
+            r = await alice.post("/api/v1/memos", json={"content": "after"})  # the turn is free
+            assert r.status_code == 200, r.text
+    finally:
+        gc.enable()
+
+
+async def test_a_request_failing_after_its_context_leaks_nothing(settings: Settings) -> None:
+    """A bad parameter (validated after ``ctx``), an error in a read handler, a
+    write refused after its first statement, an anonymous write: each gives its
+    slot, connection and write turn back through the context's own cleanup."""
+    app = create_app(settings)
+    gc.disable()
+    try:
+        async with AsyncTestClient(app=app) as c:
+            alice = await sign_up(c, "alice")
+            await alice.post("/api/v1/memos", json={"content": "x"}, params={"memoId": "dup"})
+            for _ in range(SLOTS + 2):
+                r = await c.get("/api/v1/memos", params={"pageSize": "x"})
+                assert r.status_code == 400, r.text
+                _all_given_back(app)
+                r = await alice.get("/api/v1/memos", params={"filter": "((("})
+                assert r.status_code == 400, r.text
+                _all_given_back(app)
+                r = await alice.post(
+                    "/api/v1/memos", json={"content": "x"}, params={"memoId": "a" * 100}
+                )
+                assert r.status_code == 400, r.text
+                _all_given_back(app)
+                r = await alice.post(
+                    "/api/v1/memos", json={"content": "x"}, params={"memoId": "dup"}
+                )
+                assert r.status_code == 409, r.text
+                _all_given_back(app)
+                r = await c.post(
+                    "/api/v1/auth/signin",
+                    json={"passwordCredentials": {"username": "alice", "password": "wrong"}},
+                )
+                assert r.status_code == 401, r.text
+                _all_given_back(app)
+            r = await alice.post("/api/v1/memos", json={"content": "after"})
+            assert r.status_code == 200, r.text
+    finally:
+        gc.enable()

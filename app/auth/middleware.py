@@ -37,7 +37,7 @@ CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LAST_USED_GRANULARITY = 60  # seconds between last-use writes for one token
 # The ACCESS setting read by the caller's statement, as ``(value,)``: the
-# request's ``provide_access`` then needs no statement of its own (issue 15).
+# request's context (``app.deps``) then needs no statement of its own (issue 15).
 ACCESS_SCOPE_KEY = "daybook.access_setting"
 
 
@@ -124,8 +124,8 @@ def _kept_rows(scope: dict[str, Any]) -> tuple[CallerRows, str] | None:
 
 def _leave_in_scope(scope: dict[str, Any], row: Any) -> None:
     """What the caller's statement read for the rest of the request: the ACCESS
-    setting (``app.deps.provide_access``) and, on PostgreSQL, the database's
-    generation (``app.api.page_cache``)."""
+    setting (for the request context, ``app.deps``) and, on PostgreSQL, the
+    database's generation (``app.api.page_cache``)."""
     scope[ACCESS_SCOPE_KEY] = (row.access_setting,)
     if row.generation is not None:
         scope[GENERATION_SCOPE_KEY] = row.generation

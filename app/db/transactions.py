@@ -32,9 +32,9 @@ compare-and-swap in the statements themselves, see ``app.memos.service``).
 
 A write *request* (:func:`lazy_write`) opens its transaction at its first
 statement, not when the connection is taken: the caller is resolved and the
-body parsed before, and :func:`read_phase` lets a handler (or a dependency,
-``app.deps.provide_access``) read what it needs for validation in a short
-read transaction first, so rendering Markdown and hashing passwords happen
+body parsed before, and :func:`read_phase` lets a handler (or the request
+context, for the access settings: ``app.deps``) read what it needs for
+validation in a short read transaction first, so rendering Markdown and hashing passwords happen
 while no lock is held.
 """
 
