@@ -10,6 +10,8 @@ module only runs them. See docs/decisions/0011-filter-selectivity-probe.md.
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -31,6 +33,16 @@ __all__ = ["dense_needles", "render_measured"]
 # magnitude, and reusing it saves a round trip. Each probe reads it again.
 _SPAN_KEY = "daybook.filter.memo_span"
 
+# A probe's densities, kept on the pooled DBAPI connection for PROBE_TTL
+# seconds by the needles probed: a list asked again with the same filter
+# (a saved filter, the next page, a client polling) renders as the last
+# probe chose without a statement of its own. The choice changes the plan,
+# never the rows, so a choice some seconds old costs at most a slower plan
+# while the data shifts (decision 0057).
+_PROBES_KEY = "daybook.filter.probes"
+PROBE_TTL = 10.0  # seconds
+PROBES_KEPT = 64  # needle sets per connection; all are forgotten when full
+
 
 async def _span(conn: AsyncConnection) -> Span:
     span = conn.info.get(_SPAN_KEY)
@@ -46,13 +58,21 @@ async def dense_needles(conn: AsyncConnection, compiled: CompiledFilter) -> froz
     SQLite only: PostgreSQL's planner already weighs its GIN and tag indexes
     against the timeline with statistics of its own, so nothing is probed
     there. One statement (two on a connection's first filter) for the first
-    ``MAX_PROBES`` needles; any beyond keep the sparse rendering.
+    ``MAX_PROBES`` needles, none when this connection probed the same needles
+    less than ``PROBE_TTL`` seconds ago; needles beyond the first
+    ``MAX_PROBES`` keep the sparse rendering.
     """
     if conn.dialect.name != "sqlite":
         return frozenset()
     found = compiled.needles[:MAX_PROBES]
     if not found:
         return frozenset()
+    kept = conn.info.setdefault(_PROBES_KEY, {})
+    now = time.monotonic()
+    hit = kept.get(found)
+    if hit is not None and now - hit[0] < PROBE_TTL:
+        _, density, memos = hit
+        return choose_dense(compiled.pred, density, memos=memos)
     span = await _span(conn)
     if span.size == 0:
         return frozenset()  # no memos: nothing to walk
@@ -60,6 +80,9 @@ async def dense_needles(conn: AsyncConnection, compiled: CompiledFilter) -> froz
     rows = (await conn.execute(probe.statement(), probe.params())).all()
     density, span = probe.read([(int(i), hits, edge) for i, hits, edge in rows])
     conn.info[_SPAN_KEY] = span
+    if len(kept) >= PROBES_KEPT:
+        kept.clear()
+    kept[found] = (now, density, span.size)
     return choose_dense(compiled.pred, density, memos=span.size)
 
 

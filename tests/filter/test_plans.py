@@ -223,18 +223,58 @@ def test_probe_reads_the_id_range_once_per_connection(seeded: Db) -> None:
         async with seeded.engine.connect() as conn:
             conn.info.pop("daybook.filter.memo_span", None)
             sa.event.listen(seeded.engine.sync_engine, "before_cursor_execute", count)
+            conn.info.pop("daybook.filter.probes", None)
             try:
                 await dense_needles(conn, compile_filter('"daily" in tags'))
                 first = len(statements)
-                await dense_needles(conn, compile_filter('"daily" in tags'))
+                await dense_needles(conn, compile_filter('"work" in tags'))
+                second = len(statements) - first
             finally:
                 sa.event.remove(seeded.engine.sync_engine, "before_cursor_execute", count)
-            return first, len(statements) - first, conn.info["daybook.filter.memo_span"]
+            return first, second, conn.info["daybook.filter.memo_span"]
 
     first, second, span = seeded.runner.run(go())
     assert (first, second) == (2, 1)
     assert span == Span(1, ROWS)
     assert probe_cap(span.size) == 1141
+
+
+def test_a_probe_is_kept_for_its_ttl_then_run_again(
+    seeded: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same needles again on the same connection: no statement, the same
+    choice; once ``PROBE_TTL`` has passed, the probe runs again."""
+    if seeded.dialect_name != "sqlite":
+        pytest.skip("SQLite only")
+    from app.filter import probe
+
+    clock = [1000.0]
+    monkeypatch.setattr(probe.time, "monotonic", lambda: clock[0])
+    statements: list[str] = []
+
+    def count(_c: Any, _cur: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    text = 'content.contains("coffee") && "daily" in tags'
+
+    async def go() -> list[tuple[int, frozenset[Needle]]]:
+        seen = []
+        async with seeded.engine.connect() as conn:
+            conn.info.pop("daybook.filter.probes", None)
+            sa.event.listen(seeded.engine.sync_engine, "before_cursor_execute", count)
+            try:
+                for step in (0.0, probe.PROBE_TTL - 1, 2.0):
+                    clock[0] += step
+                    before = len(statements)
+                    chosen = await dense_needles(conn, compile_filter(text))
+                    seen.append((len(statements) - before, chosen))
+            finally:
+                sa.event.remove(seeded.engine.sync_engine, "before_cursor_execute", count)
+        return seen
+
+    (ran, chosen), (kept, again), (expired, fresh) = seeded.runner.run(go())
+    assert ran >= 1 and kept == 0 and expired == 1
+    assert chosen == again == fresh == {TrigramNeedle("coffee"), TagNeedle("==", ("daily",))}
 
 
 def test_filter_clause_renders_what_the_probe_chose(seeded: Db) -> None:
