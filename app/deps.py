@@ -81,12 +81,11 @@ async def provide_request_context(
             # A slot before the connection, writes first (app.db.slots, decision 0044).
             await stack.enter_async_context(state.slots.slot(kind))
             conn = await stack.enter_async_context(transaction(state.engine, kind))
-            settings: Settings = state.settings
             yield RequestContext(
                 conn,
                 provide_caller(request),
                 await _access(request, conn, state),
-                settings,
+                provide_settings(state),
                 provide_now(),
             )
         finally:

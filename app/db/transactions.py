@@ -34,8 +34,8 @@ A write *request* (:func:`lazy_write`) opens its transaction at its first
 statement, not when the connection is taken: the caller is resolved and the
 body parsed before, and :func:`read_phase` lets a handler (or the request
 context, for the access settings: ``app.deps``) read what it needs for
-validation in a short read transaction first, so rendering Markdown and hashing passwords happen
-while no lock is held.
+validation in a short read transaction first, so rendering Markdown and
+hashing passwords happen while no lock is held.
 """
 
 from __future__ import annotations
